@@ -1,0 +1,31 @@
+# Footnote: `make install` sets up .venv; `make demo` indexes and asks; `make test` runs the tests.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: install demo test lint bench clean
+
+$(BIN)/python:
+	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python 3.11); set PY=/path/to/python3.11"; exit 1; }
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip setuptools wheel
+
+install: $(BIN)/python
+	$(BIN)/pip install -e '.[dev]'
+
+demo: install
+	$(BIN)/footnote index examples/docs
+	$(BIN)/footnote status
+
+test: install
+	$(BIN)/python -m pytest
+
+lint:
+	$(BIN)/ruff check bot retrieval config tests scripts
+	$(BIN)/ruff format --check bot retrieval config tests scripts
+
+bench:
+	$(BIN)/python scripts/bench_index.py
+
+clean:
+	rm -rf .footnote .pytest_cache

@@ -1,0 +1,1 @@
+"""Footnote's edges: the command line, the Slack app, rendering and scheduling."""

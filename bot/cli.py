@@ -1,0 +1,175 @@
+"""The ``footnote`` command line: index, status, search, ask, serve.
+
+Errors from the core (:class:`FootnoteError`) become a one-line message and exit
+code 1 here; nothing below this module prints or exits.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from bot.runtime import Runtime
+from config.settings import Settings, load_settings
+from retrieval.errors import FootnoteError
+from retrieval.manifest import Manifest
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _friendly(fn: F) -> F:
+    """Translate core errors into a clear message and a non-zero exit."""
+
+    @wraps(fn)
+    def inner(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except FootnoteError as exc:
+            click.secho(f"footnote: {exc}", fg="red", err=True)
+            sys.exit(1)
+
+    return inner  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--data-dir", type=click.Path(path_type=Path), help="Where the index lives [env FOOTNOTE_DATA_DIR].")
+@click.pass_context
+def main(ctx: click.Context, data_dir: Path | None) -> None:
+    """Footnote answers questions from your team's documents, cites exactly where
+    each answer came from, and says so when the documents don't say.
+
+    Settings come from FOOTNOTE_* environment variables or a .env file.
+    """
+    ctx.obj = load_settings(data_dir=data_dir)
+
+
+@main.command()
+@click.argument("docs_dir", required=False, type=click.Path(path_type=Path))
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.pass_obj
+@_friendly
+def index(settings: Settings, docs_dir: Path | None, quiet: bool) -> None:
+    """Sync DOCS_DIR (default FOOTNOTE_DOCS_DIR) into the index.
+
+    Unchanged files are skipped by content hash; changed files are rebuilt; deleted
+    files leave the index. A file that cannot be read is recorded as failed with its
+    reason and never stops the others. Exits 0 when the sync ran, even with failures.
+    """
+    if docs_dir is not None:
+        settings = settings.model_copy(update={"docs_dir": docs_dir})
+    rt = Runtime(settings)
+    report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
+    click.echo(
+        f"Synced {settings.docs_dir} in {report.seconds:.1f}s: {len(report.indexed)} indexed "
+        f"({report.chunks_embedded} chunks embedded), {report.unchanged} unchanged, "
+        f"{len(report.removed)} removed, {len(report.failed)} failed, {len(report.skipped)} skipped."
+    )
+    for path, reason in report.failed.items():
+        click.secho(f"  failed  {path}: {reason}", fg="yellow")
+    for path, reason in report.skipped.items():
+        click.echo(f"  skipped {path}: {reason}")
+    _print_totals(rt.engine.manifest)
+
+
+def _print_totals(manifest: Manifest) -> None:
+    t = manifest.totals()
+    click.echo(
+        f"Index: {t['documents']} documents: {t['indexed']} indexed, {t['failed']} failed, "
+        f"{t['stale']} stale; {t['chunks']} chunks stored."
+    )
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_obj
+@_friendly
+def status(settings: Settings, as_json: bool) -> None:
+    """Every document in the index with its state, reason, chunk count and stamps.
+
+    Counts are read from the index, not from what the last sync said it did.
+    """
+    manifest = Manifest(settings.data_dir / "manifest.sqlite3")
+    docs = [r.as_json() for r in manifest.all().values()]
+    if as_json:
+        click.echo(json.dumps({"documents": docs, "totals": manifest.totals()}, indent=2))
+        return
+    if not docs:
+        click.echo(f"The index at {settings.data_dir} is empty. Run `footnote index` first.")
+        return
+    for d in docs:
+        line = f"{d['state']:8} {d['chunks']:5} chunks  {d['path']}"
+        if d["reason"]:
+            line += f"  ({d['reason']})"
+        click.echo(line)
+    _print_totals(manifest)
+
+
+def _questions(question: str | None, from_file: Path | None) -> Iterator[str]:
+    if from_file is not None:
+        for line in from_file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                yield line.strip()
+    elif question:
+        yield question
+    else:
+        raise click.UsageError("give a question or --from-file")
+
+
+@main.command()
+@click.argument("question", required=False)
+@click.option("--k", default=20, show_default=True, help="How many results.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option(
+    "--from-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="One question per line."
+)
+@click.pass_obj
+@_friendly
+def search(settings: Settings, question: str | None, k: int, as_json: bool, from_file: Path | None) -> None:
+    """Rank passages for QUESTION without calling the language model.
+
+    Shows whether the gate would let the question through to an answer.
+    """
+    from retrieval.gate import decide
+
+    rt = Runtime(settings)
+    searcher = rt.engine.searcher()
+    for q in _questions(question, from_file):
+        res = searcher.search(q, k=k)
+        gate = decide(res, rt.gate_config(), settings.max_sources)
+        rows = [
+            {
+                "rank": i + 1,
+                "path": h.chunk.path,
+                "doc": h.chunk.doc_title,
+                "section": h.chunk.section,
+                "from": h.chunk.start,
+                "to": h.chunk.end,
+                "content": h.chunk.content,
+                "distance": round(h.distance, 4),
+                "score": round(h.score, 4),
+            }
+            for i, h in enumerate(res.hits)
+        ]
+        if as_json:
+            click.echo(
+                json.dumps({"query": q, "answerable": gate.answerable, "gate": round(gate.signal, 4), "results": rows})
+            )
+            continue
+        verdict = "answerable" if gate.answerable else f"would be refused: {gate.reason}"
+        click.secho(f"{q}  [{verdict}]", bold=True)
+        for r in rows:
+            snippet = " ".join(r["content"].split())[:100]
+            click.echo(
+                f"{r['rank']:3}. {r['score']:.3f} d={r['distance']:.3f}  {r['doc']} > {r['section']}  #char={r['from']},{r['to']}"
+            )
+            click.echo(f"       {snippet}")
+
+
+if __name__ == "__main__":
+    main()

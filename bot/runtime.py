@@ -1,0 +1,47 @@
+"""Builds the core from settings: the one place settings become plain arguments."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from config.settings import Settings
+from retrieval.chunk import ChunkerConfig
+from retrieval.embed import SentenceTransformerEmbedder, load_embedder
+from retrieval.engine import Engine, EngineConfig
+from retrieval.gate import GateConfig
+from retrieval.rerank import load_reranker
+from retrieval.search import SearchConfig
+
+
+class Runtime:
+    """Lazily loads each model once per process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @cached_property
+    def embedder(self) -> SentenceTransformerEmbedder:
+        return load_embedder()
+
+    def chunker(self) -> ChunkerConfig:
+        s = self.settings
+        return ChunkerConfig(target=s.chunk_size, overlap=s.chunk_overlap, window=256)
+
+    def search_config(self) -> SearchConfig:
+        s = self.settings
+        return SearchConfig(fusion=s.fusion, weight_bm25=s.weight_bm25, candidates=s.candidates)
+
+    def gate_config(self) -> GateConfig:
+        return GateConfig(self.settings.gate_threshold, self.settings.gate_coverage_weight)
+
+    @cached_property
+    def engine(self) -> Engine:
+        s = self.settings
+        cfg = EngineConfig(
+            data_dir=s.data_dir,
+            docs_dir=s.docs_dir,
+            chunker=self.chunker(),
+            search=self.search_config(),
+            max_file_bytes=int(s.max_file_mb * 1_000_000),
+        )
+        return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence))

@@ -1,0 +1,56 @@
+"""The single typed settings object (env prefix ``FOOTNOTE_``, ``.env`` support).
+
+Only the edges (CLI, Slack app, benchmarks) call :func:`load_settings`; everything
+below them receives plain arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything an operator can set, with defaults that work offline on one CPU box."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="FOOTNOTE_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    # Where things live.
+    data_dir: Path = Field(Path("./.footnote"), description="Index, manifest and model cache.")
+    docs_dir: Path = Field(Path("./examples/docs"), description="The shared-drive folder to index.")
+    docs_url: str | None = Field(None, description="Base URL of the drive; links become URL + path + locator.")
+
+    # Chunking (the seed's strategy E).
+    chunk_size: int = Field(512, ge=64, le=8192, description="Chunk target size in characters.")
+    chunk_overlap: int = Field(0, ge=0, le=1024, description="Characters copied from the previous chunk.")
+    max_file_mb: float = Field(50.0, gt=0, description="Files larger than this are recorded as failed.")
+
+    # Retrieval and ranking.
+    fusion: str = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
+    weight_bm25: float = Field(0.5, ge=0, description="Weight of the query-normalised BM25 score.")
+    weight_sentence: float = Field(1.5, ge=0, description="Weight of the best-sentence cosine.")
+    reranker: str | None = Field(None, description="CrossEncoder directory or hub id; unset = built-in.")
+    candidates: int = Field(50, ge=4, description="Candidates taken from each retriever before scoring.")
+    max_sources: int = Field(4, ge=1, le=10, description="Sources given to the model.")
+
+    # The gate.
+    gate_threshold: float = Field(0.70, description="Refuse when the best gate score is above this.")
+    gate_coverage_weight: float = Field(0.5, ge=0, description="Weight of (1 - idf coverage).")
+
+    # The model.
+    llm_gguf: Path | None = Field(None, description="Any GGUF file; unset = the packaged default.")
+    llm_url: str | None = Field(None, description="OpenAI-compatible server instead of in-process.")
+    llm_max_tokens: int = Field(256, ge=16, le=4096)
+    llm_context: int = Field(4096, ge=512)
+    llm_threads: int | None = Field(None, description="Threads for llama.cpp; unset = all cores.")
+    llm_timeout_s: float = Field(120.0, gt=0)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment and ``.env``; keyword overrides win (used by the CLI's flags)."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    return Settings(**clean)  # type: ignore[arg-type]

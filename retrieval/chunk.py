@@ -1,0 +1,184 @@
+"""The chunker (the seed's strategy E, plus the encoder-window rule).
+
+Paragraphs are packed up to a character target; an oversized paragraph falls back
+to sentence ends, then line breaks, then whitespace, then halving. No chunk crosses
+a section. The contextual header ``[Title > Section]`` goes in front of the embedded
+``text`` only; ``content`` is the chunk's own words and ``document.text[start:end]
+== content`` always, because every boundary is a position found in the document by
+a regex match, never a sum of lengths.
+
+No embedded text may exceed the encoder's word-piece window: a piece that fits the
+character target but not the window is split further, never truncated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from retrieval.types import Chunk, Document, Section
+
+TokenCounter = Callable[[str], int]
+
+# Each level yields the end positions of its units inside a span: paragraphs end at
+# a blank line, sentences at [.!?] followed by whitespace, lines at \n, words at spaces.
+_LEVELS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\n[ \t]*\n\s*"),
+    re.compile(r"[.!?]+[\"')\]]*\s+"),
+    re.compile(r"\n"),
+    re.compile(r"\s+"),
+)
+
+
+@dataclass(frozen=True)
+class ChunkerConfig:
+    target: int = 512
+    overlap: int = 0
+    header: bool = True
+    boundaries: bool = True  # False = the seed's "blind" fixed-size cut
+    window: int = 256  # encoder word-pieces, special tokens included
+
+    @property
+    def version(self) -> str:
+        """Part of the pipeline stamp: a change re-chunks (and re-embeds) everything."""
+        return f"chunk-v1:t{self.target}:o{self.overlap}:h{int(self.header)}:b{int(self.boundaries)}:w{self.window}"
+
+
+def header_for(doc_title: str, section: str) -> str:
+    return f"[{doc_title} > {section}]" if section else f"[{doc_title}]"
+
+
+def chunk_document(doc: Document, cfg: ChunkerConfig, count_tokens: TokenCounter) -> list[Chunk]:
+    """Split a document into chunks whose ``content`` slices back out of ``doc.text``."""
+    chunks: list[Chunk] = []
+    for sec in doc.sections:
+        header = header_for(doc.title, sec.title) if cfg.header else ""
+        splitter = _SpanSplitter(doc.text, header, cfg, count_tokens)
+        spans = splitter.split(sec.start, sec.end) if cfg.boundaries else splitter.blind(sec.start, sec.end)
+        for start, end in spans:
+            chunks.append(_make_chunk(doc, sec, header, start, end, len(chunks), cfg))
+    return chunks
+
+
+def _make_chunk(
+    doc: Document, sec: Section, header: str, start: int, end: int, ordinal: int, cfg: ChunkerConfig
+) -> Chunk:
+    content = doc.text[start:end]
+    tail = doc.text[max(sec.start, start - cfg.overlap) : start] if cfg.overlap else ""
+    body = f"{tail}{content}" if tail else content
+    text = f"{header}\n{body}" if header else body
+    digest = hashlib.sha1(f"{doc.path}\0{start}\0{end}\0{content}".encode()).hexdigest()[:16]
+    return Chunk(
+        id=f"{digest}-{ordinal}",
+        path=doc.path,
+        doc_title=doc.title,
+        section=sec.title,
+        ordinal=ordinal,
+        text=text,
+        content=content,
+        start=start,
+        end=end,
+        meta={**sec.meta, "overlap_start": start - len(tail)},
+    )
+
+
+class _SpanSplitter:
+    """Splits one section body into (start, end) spans of trimmed, non-empty content."""
+
+    def __init__(self, text: str, header: str, cfg: ChunkerConfig, count_tokens: TokenCounter) -> None:
+        self.text = text
+        self.header = header
+        self.cfg = cfg
+        self.count_tokens = count_tokens
+
+    def fits(self, start: int, end: int) -> bool:
+        start, end = self.trim(start, end)
+        if end - start > self.cfg.target:
+            return False
+        return self.count_tokens(f"{self.header}\n{self.text[start:end]}") <= self.cfg.window
+
+    def trim(self, start: int, end: int) -> tuple[int, int]:
+        piece = self.text[start:end]
+        lead = len(piece) - len(piece.lstrip())
+        return start + lead, start + len(piece.rstrip()) if piece.strip() else start + lead
+
+    def split(self, start: int, end: int, level: int = 0) -> list[tuple[int, int]]:
+        start, end = self.trim(start, end)
+        if start >= end:
+            return []
+        if level == 0 and self.fits(start, end):
+            return [(start, end)]
+        if level >= len(_LEVELS):
+            return self.halve(start, end)
+        units = list(self.units(start, end, level))
+        if len(units) <= 1:
+            return self.split(start, end, level + 1)
+        out: list[tuple[int, int]] = []
+        open_: tuple[int, int] | None = None
+        for u_start, u_end in units:
+            if open_ and self.fits(open_[0], u_end):
+                open_ = (open_[0], u_end)
+                continue
+            if open_:
+                out.extend(self.settle(*open_, level))
+            open_ = (u_start, u_end)
+        if open_:
+            out.extend(self.settle(*open_, level))
+        return out
+
+    def settle(self, start: int, end: int, level: int) -> list[tuple[int, int]]:
+        """A packed group that fits is one chunk; a lone unit that does not is split finer."""
+        if self.fits(start, end):
+            s, e = self.trim(start, end)
+            return [(s, e)] if s < e else []
+        return self.split(start, end, level + 1)
+
+    def units(self, start: int, end: int, level: int) -> Iterator[tuple[int, int]]:
+        pos = start
+        for m in _LEVELS[level].finditer(self.text, start, end):
+            if m.end() > pos:
+                yield pos, m.end()
+                pos = m.end()
+        if pos < end:
+            yield pos, end
+
+    def halve(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Last resort for a run with no whitespace (a hash, base64): cut in halves until it fits."""
+        start, end = self.trim(start, end)
+        if start >= end:
+            return []
+        if self.fits(start, end) or end - start == 1:
+            return [(start, end)]
+        mid = (start + end) // 2
+        return self.halve(start, mid) + self.halve(mid, end)
+
+    def blind(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The seed's strategy A: a cut every ``target`` characters, blind to the text."""
+        out: list[tuple[int, int]] = []
+        for s in range(start, end, self.cfg.target):
+            out.extend(self.halve(s, min(end, s + self.cfg.target)))
+        return out
+
+
+_SENTENCE_OR_LINE = re.compile(r"[.!?]+[\"')\]]*\s+|\n\s*")
+
+
+def sentences(content: str, min_chars: int = 12) -> list[str]:
+    """A chunk's sentences (and lines, for lists and code), embedded for best-sentence scoring.
+
+    Fragments shorter than ``min_chars`` carry no meaning of their own and are dropped;
+    a chunk with none left is represented by its whole content.
+    """
+    out: list[str] = []
+    pos = 0
+    for m in _SENTENCE_OR_LINE.finditer(content):
+        piece = content[pos : m.end()].strip()
+        pos = m.end()
+        if len(piece) >= min_chars:
+            out.append(piece)
+    tail = content[pos:].strip()
+    if len(tail) >= min_chars:
+        out.append(tail)
+    return out or [content.strip()]

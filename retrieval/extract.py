@@ -1,0 +1,140 @@
+"""Text extraction: turns a file's bytes into a :class:`Document` with canonical text.
+
+Every extractor has a name and a version; both are stamped on the document in the
+manifest so that an extractor change marks its documents stale.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Protocol
+
+from charset_normalizer import from_bytes
+from charset_normalizer.md import mess_ratio
+
+from retrieval.errors import ExtractionError
+from retrieval.types import Document, Section
+
+
+class Extractor(Protocol):
+    name: str
+    version: str
+    suffixes: tuple[str, ...]
+
+    def extract(self, rel_path: str, data: bytes) -> Document: ...
+
+
+_FENCE = re.compile(r"^(```|~~~)")
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+
+
+def decode_text(data: bytes) -> str:
+    """Decode bytes as text: BOM, then UTF-8, then the detected encoding.
+
+    Binary junk is refused rather than indexed as mojibake.
+    """
+    if not data:
+        raise ExtractionError("empty file (0 bytes): nothing to index")
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return _checked(data.decode(codec))
+    if b"\x00" in data[:8192]:
+        raise ExtractionError("binary content (NUL bytes), not a text document")
+    try:
+        return _checked(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        pass
+    # Legacy files on a team drive are overwhelmingly Windows-1252/latin-1, and on short
+    # texts the detector guesses wildly (latin-1 "smørrebrød" came back as Big5), so
+    # cp1252 wins whenever it reads as clean text; the detector handles the rest.
+    try:
+        western = data.decode("cp1252")
+        if mess_ratio(western) < 0.1:
+            return _checked(western)
+    except UnicodeDecodeError:
+        pass
+    best = from_bytes(data).best()
+    if best is None:
+        raise ExtractionError("binary content: no text encoding fits")
+    return _checked(str(best))
+
+
+def _checked(text: str) -> str:
+    """Reject decoded text that is mostly control characters (a binary file in disguise)."""
+    sample = text[:8192]
+    controls = sum(1 for c in sample if ord(c) < 32 and c not in "\n\r\t\f")
+    if sample and controls / len(sample) > 0.05:
+        raise ExtractionError("binary content (control characters), not a text document")
+    return text
+
+
+def canonical(text: str) -> str:
+    """The canonical text all offsets refer to: line endings normalised to ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Section, ...]]:
+    """Title (first ``# `` heading) and ``## `` sections, ignoring headings in code fences.
+
+    Text before the first ``## `` is a section of its own with an empty title.
+    A section's body starts after its heading line, so headings are never quoted.
+    """
+    title: str | None = None
+    title_end = 0  # the "# Title" line is the header's job, not a passage of its own
+    heads: list[tuple[int, int, str]] = []  # (line start, body start, title)
+    in_fence = False
+    pos = 0
+    for line in text.split("\n"):
+        nxt = pos + len(line) + 1
+        if _FENCE.match(line.lstrip()):
+            in_fence = not in_fence
+        elif not in_fence:
+            if title is None and line.startswith("# "):
+                title = line[2:].strip()
+                title_end = min(nxt, len(text)) if not heads else title_end
+            elif line.startswith("## "):
+                heads.append((pos, min(nxt, len(text)), line[3:].strip()))
+        pos = nxt
+    sections: list[Section] = []
+    first = heads[0][0] if heads else len(text)
+    pre = title_end if title_end <= first else 0
+    if text[pre:first].strip():
+        sections.append(Section("", pre, first))
+    for i, (_, body, name) in enumerate(heads):
+        end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
+        sections.append(Section(name, body, end))
+    return title or fallback_title, tuple(sections)
+
+
+@dataclass(frozen=True)
+class MarkdownExtractor:
+    """Markdown and plain text: decoded, line endings normalised, ``##`` sections."""
+
+    name: str = "markdown"
+    version: str = "1"
+    suffixes: tuple[str, ...] = (".md", ".markdown", ".txt")
+
+    def extract(self, rel_path: str, data: bytes) -> Document:
+        text = canonical(decode_text(data))
+        if not text.strip():
+            raise ExtractionError("no text: the file is blank")
+        title, sections = markdown_structure(text, PurePath(rel_path).stem)
+        return Document(rel_path, title, text, sections, self.name, self.version)
+
+
+EXTRACTORS: tuple[Extractor, ...] = (MarkdownExtractor(),)
+
+
+def extractor_for(path: str | Path) -> Extractor | None:
+    """The extractor that handles this file's suffix, or None when the type is unsupported."""
+    suffix = PurePath(str(path)).suffix.lower()
+    for ex in EXTRACTORS:
+        if suffix in ex.suffixes:
+            return ex
+    return None

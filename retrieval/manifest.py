@@ -1,0 +1,145 @@
+"""The manifest: one row per document in the docs folder (SQLite in the data dir).
+
+It records what the indexer really stored: state (``indexed``, ``failed``,
+``stale``), the failure reason, the chunk count read back from the store, and the
+stamps (embedding model, dimension, pipeline version, extractor) that decide when
+a document must be rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retrieval.errors import StoreError
+
+INDEXED, FAILED, STALE = "indexed", "failed", "stale"
+
+
+@dataclass(frozen=True)
+class Stamps:
+    """What a document's vectors were built with; any difference makes it stale."""
+
+    embedding_model: str
+    dimension: int
+    pipeline: str
+    extractor: str
+    extractor_version: str
+
+
+@dataclass(frozen=True)
+class DocRecord:
+    path: str
+    content_hash: str
+    state: str
+    reason: str | None
+    chunks: int
+    stamps: Stamps | None
+    size: int = 0
+    title: str = ""
+    updated_at: float = field(default_factory=time.time)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "state": self.state,
+            "reason": self.reason,
+            "chunks": self.chunks,
+            "stamps": asdict(self.stamps) if self.stamps else None,
+            "title": self.title,
+            "hash": self.content_hash,
+            "size": self.size,
+            "updated_at": self.updated_at,
+        }
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    path TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT,
+    chunks INTEGER NOT NULL,
+    stamps TEXT,
+    size INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class Manifest:
+    """SQLite-backed: every write is a transaction, so a crash leaves the last good row."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the manifest at {path}: {exc}") from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def all(self) -> dict[str, DocRecord]:
+        rows = self._db.execute(
+            "SELECT path, content_hash, state, reason, chunks, stamps, size, title, updated_at FROM documents ORDER BY path"
+        ).fetchall()
+        return {r[0]: _record(r) for r in rows}
+
+    def get(self, path: str) -> DocRecord | None:
+        row = self._db.execute(
+            "SELECT path, content_hash, state, reason, chunks, stamps, size, title, updated_at FROM documents WHERE path = ?",
+            (path,),
+        ).fetchone()
+        return _record(row) if row else None
+
+    def put(self, rec: DocRecord) -> None:
+        stamps = json.dumps(asdict(rec.stamps)) if rec.stamps else None
+        self._db.execute(
+            "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rec.path,
+                rec.content_hash,
+                rec.state,
+                rec.reason,
+                rec.chunks,
+                stamps,
+                rec.size,
+                rec.title,
+                rec.updated_at,
+            ),
+        )
+
+    def delete(self, path: str) -> None:
+        self._db.execute("DELETE FROM documents WHERE path = ?", (path,))
+
+    def totals(self) -> dict[str, int]:
+        recs = self.all().values()
+        counts = Counter(r.state for r in recs)
+        return {
+            "documents": len(recs),
+            INDEXED: counts.get(INDEXED, 0),
+            FAILED: counts.get(FAILED, 0),
+            STALE: counts.get(STALE, 0),
+            "chunks": sum(r.chunks for r in recs if r.state == INDEXED),
+        }
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
+def _record(row: tuple[Any, ...]) -> DocRecord:
+    stamps = Stamps(**json.loads(row[5])) if row[5] else None
+    return DocRecord(row[0], row[1], row[2], row[3], int(row[4]), stamps, int(row[6]), row[7], float(row[8]))

@@ -1,0 +1,180 @@
+"""Hybrid search: dense (Chroma) + BM25 candidates, fused, then reranked.
+
+The default ranking, chosen by measurement on the dev set, is a weighted score
+fusion ``cosine + w_bm25 * bm25 / best_bm25`` reranked by adding
+``w_sentence * best-sentence cosine`` (each candidate's sentences were embedded at
+index time: a cheap late interaction). Reciprocal rank fusion (k = 60) and single
+retrievers remain available as strategies for comparison and evaluation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from retrieval.bm25 import Bm25Index
+from retrieval.embed import Embedder
+from retrieval.rerank import Candidate, Reranker
+from retrieval.store import ChromaStore, StoredIndex
+from retrieval.types import Chunk, Hit
+
+FUSIONS = ("weighted", "rrf", "dense", "bm25")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    fusion: str = "weighted"
+    weight_bm25: float = 0.5
+    candidates: int = 50  # taken from each retriever
+    rrf_k: int = 60
+    shortlist: int = 100  # fused candidates handed to the reranker (measured: 25 lost R@20 0.94 -> 0.88)
+
+
+@dataclass
+class Snapshot:
+    """An immutable, consistent view of the index that queries run against.
+
+    A sync builds a new snapshot and swaps it in whole, so a query never sees a
+    half-written index.
+    """
+
+    chunks: list[Chunk]
+    vectors: np.ndarray
+    sentence_vectors: np.ndarray
+    sentence_owner: np.ndarray
+    bm25: Bm25Index
+    embedding_model: str
+    by_id: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {c.id: i for i, c in enumerate(self.chunks)}
+
+    @classmethod
+    def build(cls, stored: StoredIndex, embedding_model: str, keep: Callable[[str], bool] | None = None) -> Snapshot:
+        """From what the store holds; ``keep`` drops documents not to be searched (stale, other model)."""
+        idx = [i for i, c in enumerate(stored.chunks) if keep is None or keep(c.path)]
+        remap = np.full(len(stored.chunks), -1, dtype=np.int64)
+        remap[idx] = np.arange(len(idx))
+        chunks = [stored.chunks[i] for i in idx]
+        vectors = stored.vectors[idx] if idx else np.zeros((0, 0), np.float32)
+        owner = remap[stored.sentence_owner] if len(stored.sentence_owner) else stored.sentence_owner
+        mask = owner >= 0
+        svec = stored.sentence_vectors[mask] if len(owner) else stored.sentence_vectors
+        bm25 = Bm25Index([c.text for c in chunks])
+        return cls(chunks, vectors, svec, owner[mask] if len(owner) else owner, bm25, embedding_model)
+
+    def best_sentence(self, q: np.ndarray) -> np.ndarray:
+        """Per chunk, the cosine of its sentence closest to the query."""
+        best = np.full(len(self.chunks), -1.0, dtype=np.float32)
+        if len(self.sentence_owner):
+            np.maximum.at(best, self.sentence_owner, self.sentence_vectors @ q)
+        return best
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    hits: list[Hit]
+    best_distance: float  # nearest chunk by cosine distance, whatever its rank
+    coverage: float
+    timings: dict[str, float]
+
+
+class Searcher:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        embedder: Embedder,
+        cfg: SearchConfig,
+        reranker: Reranker | None = None,
+        store: ChromaStore | None = None,
+    ) -> None:
+        if snapshot.embedding_model != embedder.name:
+            from retrieval.errors import StoreError
+
+            raise StoreError(
+                f"the index was built with {snapshot.embedding_model} but the query model is {embedder.name}; "
+                "vectors of two models cannot be compared: run `footnote index` to rebuild"
+            )
+        self.snapshot = snapshot
+        self.embedder = embedder
+        self.cfg = cfg
+        self.reranker = reranker
+        self.store = store
+
+    def search(self, query: str, k: int = 20, context: Sequence[str] = ()) -> SearchResult:
+        """Rank chunks for ``query``; ``context`` (earlier questions in a thread) widens the query."""
+        snap = self.snapshot
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        full = " ".join([*context, query])
+        q = self.embedder.embed([full])[0]
+        timings["embed"] = _lap(t)
+        if not snap.chunks:
+            return SearchResult(query, [], 1.0, snap.bm25.coverage(full), timings)
+
+        t = time.perf_counter()
+        cos = snap.vectors @ q
+        dense_ids = self._dense(q, cos)
+        timings["dense"] = _lap(t)
+
+        t = time.perf_counter()
+        bm = snap.bm25.scores(full)
+        top_bm = np.argsort(-bm)[: self.cfg.candidates]
+        top_bm = top_bm[bm[top_bm] > 0]
+        timings["bm25"] = _lap(t)
+
+        t = time.perf_counter()
+        cands = self._fuse(dense_ids, top_bm, cos, bm)
+        timings["fuse"] = _lap(t)
+
+        t = time.perf_counter()
+        if self.reranker is not None:
+            cands = self.reranker.rerank(full, q, cands[: self.cfg.shortlist], snap) + cands[self.cfg.shortlist :]
+        timings["rerank"] = _lap(t)
+
+        hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
+        best_distance = float(1.0 - cos.max())
+        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings)
+
+    def _dense(self, q: np.ndarray, cos: np.ndarray) -> list[int]:
+        """Dense candidates: Chroma's HNSW when a store is attached, else an exact scan."""
+        n = self.cfg.candidates
+        if self.store is not None:
+            ids, _ = self.store.query(q, n)
+            found = [self.snapshot.by_id[i] for i in ids if i in self.snapshot.by_id]
+            if found:
+                return found
+        return [int(i) for i in np.argsort(-cos)[:n]]
+
+    def _fuse(self, dense: list[int], bm_top: np.ndarray, cos: np.ndarray, bm: np.ndarray) -> list[Candidate]:
+        fusion = self.cfg.fusion
+        if fusion == "dense":
+            order = dense
+            scores = {i: float(cos[i]) for i in order}
+        elif fusion == "bm25":
+            order = [int(i) for i in bm_top]
+            scores = {i: float(bm[i]) for i in order}
+        elif fusion == "rrf":
+            scores = {}
+            for ranking in (dense, [int(i) for i in bm_top]):
+                for r, i in enumerate(ranking):
+                    scores[i] = scores.get(i, 0.0) + 1.0 / (self.cfg.rrf_k + r + 1)
+            order = sorted(scores, key=lambda i: -scores[i])
+        elif fusion == "weighted":
+            best_bm = float(bm.max()) if len(bm) and bm.max() > 0 else 1.0
+            pool = set(dense) | {int(i) for i in bm_top}
+            scores = {i: float(cos[i]) + self.cfg.weight_bm25 * float(bm[i]) / best_bm for i in pool}
+            order = sorted(scores, key=lambda i: -scores[i])
+        else:
+            raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
+        return [
+            Candidate(i, scores[i], {"cosine": float(cos[i]), "bm25": float(bm[i]), "fused": scores[i]}) for i in order
+        ]
+
+
+def _lap(t: float) -> float:
+    return (time.perf_counter() - t) * 1000.0

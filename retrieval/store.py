@@ -1,0 +1,203 @@
+"""The vector store (the only module that imports chromadb).
+
+Two collections: ``chunks`` (one vector per chunk, with the chunk's own fields as
+metadata) and ``sentences`` (one vector per sentence of a chunk, for best-sentence
+scoring). We always pass our own vectors: Chroma's default embedding function would
+try to download a model, so the collections get one that refuses to run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.errors import StoreError
+from retrieval.types import Chunk
+
+CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
+
+
+class _RefuseToEmbed:
+    """Stands in for Chroma's default embedding function, which must never run."""
+
+    def __call__(self, input: Sequence[str]) -> list[Any]:  # noqa: A002 - Chroma's signature
+        raise StoreError("internal error: Chroma was asked to embed text; Footnote always passes vectors")
+
+    @staticmethod
+    def name() -> str:
+        return "footnote-refuse"
+
+    def is_legacy(self) -> bool:
+        return False
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> _RefuseToEmbed:
+        return _RefuseToEmbed()
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine"]
+
+
+@dataclass(frozen=True)
+class StoredIndex:
+    """Everything search needs, read back from the store in one pass."""
+
+    chunks: list[Chunk]
+    vectors: np.ndarray  # (n_chunks, dim), normalised
+    sentence_vectors: np.ndarray  # (n_sentences, dim), normalised
+    sentence_owner: np.ndarray  # (n_sentences,) index into ``chunks``
+
+
+class ChromaStore:
+    """Chunks and sentence vectors in Chroma: on disk by default, a server when a URL is set."""
+
+    def __init__(self, path: Path | None = None, url: str | None = None) -> None:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        try:
+            if url:
+                from urllib.parse import urlparse
+
+                u = urlparse(url)
+                self._client = chromadb.HttpClient(
+                    host=u.hostname or "localhost", port=u.port or 8000, ssl=u.scheme == "https", settings=settings
+                )
+            else:
+                assert path is not None
+                path.mkdir(parents=True, exist_ok=True)
+                self._client = chromadb.PersistentClient(path=str(path), settings=settings)
+            ef = _RefuseToEmbed()
+            self._chunks = self._client.get_or_create_collection(
+                CHUNKS,
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=ef,  # type: ignore[arg-type]
+            )
+            self._sentences = self._client.get_or_create_collection(
+                SENTENCES,
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=ef,  # type: ignore[arg-type]
+            )
+            self._batch = int(self._client.get_max_batch_size())
+        except StoreError:
+            raise
+        except Exception as exc:
+            where = url or path
+            raise StoreError(f"cannot open the vector store at {where}: {exc}") from exc
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, sentence_vectors: Sequence[np.ndarray]) -> None:
+        """Add chunks with their vector and their sentences' vectors (one array per chunk)."""
+        for lo in range(0, len(chunks), self._batch):
+            part = chunks[lo : lo + self._batch]
+            self._chunks.add(
+                ids=[c.id for c in part],
+                embeddings=vectors[lo : lo + len(part)],
+                documents=[c.content for c in part],
+                metadatas=[_chunk_meta(c) for c in part],
+            )
+        s_ids: list[str] = []
+        s_vecs: list[np.ndarray] = []
+        s_meta: list[dict[str, Any]] = []
+        for c, sv in zip(chunks, sentence_vectors, strict=True):
+            for i, v in enumerate(sv):
+                s_ids.append(f"{c.id}:s{i}")
+                s_vecs.append(v)
+                s_meta.append({"chunk_id": c.id, "path": c.path})
+        for lo in range(0, len(s_ids), self._batch):
+            self._sentences.add(
+                ids=s_ids[lo : lo + self._batch],
+                embeddings=np.asarray(s_vecs[lo : lo + self._batch], dtype=np.float32),
+                metadatas=s_meta[lo : lo + self._batch],  # type: ignore[arg-type]
+            )
+
+    def delete_paths(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        where = {"path": {"$in": list(paths)}}
+        self._sentences.delete(where=where)  # type: ignore[arg-type]
+        self._chunks.delete(where=where)  # type: ignore[arg-type]
+
+    def chunk_ids(self, path: str | None = None) -> set[str]:
+        where = {"path": path} if path else None
+        got = self._chunks.get(where=where, include=[])  # type: ignore[arg-type]
+        return set(got["ids"])
+
+    def count_by_path(self) -> dict[str, int]:
+        got = self._chunks.get(include=["metadatas"])
+        counts: dict[str, int] = {}
+        for m in got["metadatas"] or []:
+            p = str(m["path"])
+            counts[p] = counts.get(p, 0) + 1
+        return counts
+
+    def load(self) -> StoredIndex:
+        got = self._chunks.get(include=["embeddings", "documents", "metadatas"])
+        chunks = [_chunk_from(i, d, m) for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)]
+        order = sorted(range(len(chunks)), key=lambda k: (chunks[k].path, chunks[k].ordinal))
+        chunks = [chunks[k] for k in order]
+        emb = got["embeddings"]
+        vectors = np.asarray(emb, dtype=np.float32)[order] if len(chunks) else np.zeros((0, 0), np.float32)
+        pos = {c.id: k for k, c in enumerate(chunks)}
+        sg = self._sentences.get(include=["embeddings", "metadatas"])
+        owners = [pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []]
+        s_vecs = (
+            np.asarray(sg["embeddings"], dtype=np.float32)
+            if owners
+            else np.zeros((0, vectors.shape[1] if len(chunks) else 0), np.float32)
+        )
+        keep = np.asarray([o >= 0 for o in owners], dtype=bool)
+        return StoredIndex(
+            chunks,
+            vectors,
+            s_vecs[keep] if owners else s_vecs,
+            np.asarray(owners, dtype=np.int64)[keep] if owners else np.zeros(0, np.int64),
+        )
+
+    def query(self, vector: np.ndarray, n: int, paths: Sequence[str] | None = None) -> tuple[list[str], list[float]]:
+        """Nearest chunks by cosine distance (Chroma's HNSW)."""
+        total = self._chunks.count()
+        if total == 0:
+            return [], []
+        where = {"path": {"$in": list(paths)}} if paths else None
+        res = self._chunks.query(query_embeddings=[vector], n_results=min(n, total), where=where, include=["distances"])  # type: ignore[arg-type]
+        return list(res["ids"][0]), [float(d) for d in (res["distances"] or [[]])[0]]
+
+
+def _chunk_meta(c: Chunk) -> dict[str, Any]:
+    return {
+        "path": c.path,
+        "doc_title": c.doc_title,
+        "section": c.section,
+        "ordinal": c.ordinal,
+        "start": c.start,
+        "end": c.end,
+        "text": c.text,
+        "meta": json.dumps(c.meta),
+    }
+
+
+def _chunk_from(cid: str, content: str | None, m: Any) -> Chunk:
+    return Chunk(
+        id=cid,
+        path=str(m["path"]),
+        doc_title=str(m["doc_title"]),
+        section=str(m["section"]),
+        ordinal=int(m["ordinal"]),
+        text=str(m["text"]),
+        content=content or "",
+        start=int(m["start"]),
+        end=int(m["end"]),
+        meta=json.loads(str(m.get("meta") or "{}")),
+    )

@@ -1,0 +1,43 @@
+"""Shared fixtures: each real model is loaded once per test run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from retrieval.chunk import ChunkerConfig
+from retrieval.embed import SentenceTransformerEmbedder, load_embedder
+from retrieval.engine import Engine, EngineConfig
+from retrieval.rerank import SentenceReranker
+from retrieval.search import SearchConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV = ROOT.parent / "shared" / "eval" / "dev"
+DEV_DOCS = DEV / "docs"
+EXAMPLES = ROOT / "examples" / "docs"
+
+
+def read_jsonl(path: Path) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def embedder() -> SentenceTransformerEmbedder:
+    return load_embedder()
+
+
+@pytest.fixture(scope="session")
+def dev_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    """The dev corpus indexed once, with the real embedder into a real on-disk Chroma."""
+    if not DEV_DOCS.is_dir():
+        pytest.skip(f"dev set not found at {DEV_DOCS}")
+    data = tmp_path_factory.mktemp("dev-index")
+    eng = Engine(EngineConfig(data, DEV_DOCS, ChunkerConfig(), SearchConfig()), embedder, SentenceReranker(1.5))
+    eng.sync()
+    return eng
+
+
+def make_engine(embedder: SentenceTransformerEmbedder, data: Path, docs: Path, **kw: object) -> Engine:
+    return Engine(EngineConfig(data, docs, ChunkerConfig(), SearchConfig(), **kw), embedder, SentenceReranker(1.5))  # type: ignore[arg-type]

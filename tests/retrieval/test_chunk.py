@@ -1,0 +1,117 @@
+"""The chunker's invariants, on the dev corpus with the real tokenizer, and on edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval.chunk import ChunkerConfig, chunk_document, sentences
+from retrieval.embed import SentenceTransformerEmbedder
+from retrieval.extract import MarkdownExtractor
+from retrieval.types import Document, Section
+from tests.conftest import DEV_DOCS
+
+EX = MarkdownExtractor()
+
+
+def _dev_docs() -> list[Path]:
+    return sorted(DEV_DOCS.glob("*.md"))
+
+
+@pytest.mark.skipif(not DEV_DOCS.is_dir(), reason="dev set not present")
+def test_dev_corpus_chunks_keep_every_invariant(embedder: SentenceTransformerEmbedder) -> None:
+    cfg = ChunkerConfig()
+    total = 0
+    for path in _dev_docs():
+        doc = EX.extract(path.name, path.read_bytes())
+        chunks = chunk_document(doc, cfg, embedder.count_tokens)
+        assert chunks, path
+        for c in chunks:
+            total += 1
+            # The quoted content slices exactly out of the canonical text.
+            assert doc.text[c.start : c.end] == c.content
+            assert c.content == c.content.strip() and c.content
+            # No chunk crosses a section.
+            sec = next(s for s in doc.sections if s.title == c.section and s.start <= c.start)
+            assert c.end <= sec.end
+            assert "\n## " not in "\n" + c.content
+            # The header is in the embedded text only.
+            header = f"[{doc.title} > {c.section}]" if c.section else f"[{doc.title}]"
+            assert c.text == f"{header}\n{c.content}"
+            assert not c.content.startswith(header)
+            # Nothing exceeds the encoder window, by the real tokenizer.
+            assert embedder.count_tokens(c.text) <= 256
+            assert len(c.content) <= cfg.target
+    assert total > 500
+
+
+def _doc(text: str, title: str = "T") -> Document:
+    return Document("d.md", title, text, (Section("S", 0, len(text)),), "markdown", "1")
+
+
+def _chars_as_tokens(text: str) -> int:
+    return len(text) // 2
+
+
+def test_oversized_paragraph_falls_back_to_sentences() -> None:
+    para = " ".join(f"Sentence number {i} says something useful about the topic." for i in range(40))
+    doc = _doc(para)
+    chunks = chunk_document(doc, ChunkerConfig(target=200, window=10_000), _chars_as_tokens)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert c.content.endswith(".")
+        assert doc.text[c.start : c.end] == c.content
+
+
+def test_code_block_without_sentences_splits_at_line_breaks() -> None:
+    code = "\n".join(f"x_{i} = compute_value({i}, other_argument={i * 2})" for i in range(60))
+    doc = _doc(code)
+    chunks = chunk_document(doc, ChunkerConfig(target=300, window=10_000), _chars_as_tokens)
+    assert len(chunks) > 3
+    for c in chunks:
+        assert len(c.content) <= 300
+        assert c.content.startswith("x_")  # cut at a line start, never inside a line
+
+
+def test_token_window_forces_a_split_even_under_the_character_target() -> None:
+    text = "Short para one here.\n\nShort para two here.\n\nShort para three here."
+    doc = _doc(text)
+    loose = chunk_document(doc, ChunkerConfig(target=512, window=10_000), _chars_as_tokens)
+    tight = chunk_document(doc, ChunkerConfig(target=512, window=20), _chars_as_tokens)
+    assert len(loose) == 1
+    assert len(tight) == 3
+    assert all(_chars_as_tokens(c.text) <= 20 for c in tight)
+
+
+def test_a_run_with_no_whitespace_is_halved_not_truncated() -> None:
+    blob = "A" * 1500
+    doc = _doc(blob)
+    chunks = chunk_document(doc, ChunkerConfig(target=512), _chars_as_tokens)
+    assert "".join(c.content for c in chunks) == blob
+    assert all(len(c.content) <= 512 for c in chunks)
+
+
+def test_overlap_goes_into_text_but_not_content() -> None:
+    text = "First paragraph is here and long enough.\n\nSecond paragraph follows it right after."
+    doc = _doc(text)
+    chunks = chunk_document(doc, ChunkerConfig(target=45, overlap=10, window=10_000), _chars_as_tokens)
+    assert len(chunks) == 2
+    assert chunks[1].content.startswith("Second")
+    assert "after." not in chunks[1].content[:5] and "ough." in chunks[1].text
+
+
+def test_chunk_ids_are_stable_and_unique() -> None:
+    doc = _doc("One.\n\nTwo.\n\nThree.")
+    a = chunk_document(doc, ChunkerConfig(target=6), _chars_as_tokens)
+    b = chunk_document(doc, ChunkerConfig(target=6), _chars_as_tokens)
+    assert [c.id for c in a] == [c.id for c in b]
+    assert len({c.id for c in a}) == len(a)
+
+
+def test_sentences_split_prose_and_lines() -> None:
+    assert sentences("The cat sat. Then it slept on the mat!\n- a list item here") == [
+        "The cat sat.",
+        "Then it slept on the mat!",
+        "- a list item here",
+    ]

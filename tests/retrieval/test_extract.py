@@ -1,0 +1,56 @@
+"""Extraction: encodings, canonical text, title and sections."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.errors import ExtractionError
+from retrieval.extract import MarkdownExtractor, extractor_for
+
+EX = MarkdownExtractor()
+
+
+def test_latin1_text_decodes_correctly() -> None:
+    doc = EX.extract(
+        "notes.txt",
+        "Café menu: crème brûlée costs 7 €… no, 7 kr.\nSmørrebrød is served daily.".encode("latin-1", "replace"),
+    )
+    assert "Café" in doc.text and "Smørrebrød" in doc.text
+
+
+def test_utf16_with_bom_decodes() -> None:
+    doc = EX.extract("a.txt", "# Title\n\nHello wörld".encode("utf-16"))
+    assert doc.title == "Title" and "wörld" in doc.text
+
+
+def test_crlf_is_normalised_and_offsets_refer_to_canonical_text() -> None:
+    doc = EX.extract("a.md", b"# T\r\n\r\n## S\r\nbody line\r\n")
+    assert "\r" not in doc.text
+    sec = doc.sections[-1]
+    assert sec.title == "S" and doc.text[sec.start : sec.end].strip() == "body line"
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [(b"", "empty file"), (b"\x00\x01\x02\xff" * 100, "binary"), (b"   \n\n  ", "blank")],
+)
+def test_bad_inputs_raise_with_a_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(ExtractionError, match=reason):
+        EX.extract("x.md", data)
+
+
+def test_title_falls_back_to_file_name_and_preamble_is_a_section() -> None:
+    doc = EX.extract("dir/handbook-2024.md", b"Intro text.\n\n## First\nOne.\n")
+    assert doc.title == "handbook-2024"
+    assert [s.title for s in doc.sections] == ["", "First"]
+
+
+def test_heading_inside_code_fence_is_not_a_section() -> None:
+    md = b"# T\n\n## Real\ntext\n\n```\n## not a heading\n```\n\n## Second\nmore\n"
+    doc = EX.extract("a.md", md)
+    assert [s.title for s in doc.sections] == ["Real", "Second"]
+
+
+def test_unsupported_suffix_has_no_extractor() -> None:
+    assert extractor_for("movie.mp4") is None
+    assert extractor_for("README.MARKDOWN") is not None

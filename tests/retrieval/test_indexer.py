@@ -1,0 +1,141 @@
+"""Indexing with the real embedder into a real on-disk Chroma, including bad inputs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.embed import SentenceTransformerEmbedder
+from retrieval.manifest import FAILED, INDEXED
+from tests.conftest import EXAMPLES, make_engine
+
+
+class CountingEmbedder:
+    """The real embedder, counting how many texts it was asked to embed."""
+
+    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.window = inner.window
+        self.calls = 0
+
+    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
+        self.calls += len(texts)
+        return self.inner.embed(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, d)
+    return d
+
+
+def _agree(engine) -> None:  # type: ignore[no-untyped-def]
+    """Chroma ids, BM25 ids and the manifest describe the same chunks."""
+    stored = engine.store.count_by_path()
+    recs = engine.manifest.all()
+    assert stored == {p: r.chunks for p, r in recs.items() if r.state == INDEXED}
+    snap = engine.searcher().snapshot
+    assert snap.bm25.size == len(snap.chunks) == sum(stored.values())
+    assert {c.id for c in snap.chunks} == engine.store.chunk_ids()
+
+
+def test_index_then_reindex_does_no_embedding_work(
+    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
+) -> None:
+    counting = CountingEmbedder(embedder)
+    eng = make_engine(counting, tmp_path / "data", docs)  # type: ignore[arg-type]
+    first = eng.sync()
+    assert sorted(first.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
+    assert counting.calls > 0
+    _agree(eng)
+    counting.calls = 0
+    again = eng.sync()
+    assert again.indexed == [] and again.unchanged == 3
+    assert counting.calls == 0
+
+
+def test_bad_inputs_fail_with_reasons_and_lose_nothing_else(
+    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
+) -> None:
+    (docs / "empty.md").write_bytes(b"")
+    (docs / "junk.md").write_bytes(os.urandom(4096) + b"\x00" * 64)
+    (docs / "legacy.txt").write_bytes("# Kantine\n\nMenuen: smørrebrød og crème brûlée hver fredag.".encode("latin-1"))
+    (docs / "locked.md").write_text("# Secret\n\nYou cannot read me.")
+    (docs / "video.mp4").write_bytes(b"\x00\x00")
+    (docs / ".hidden.md").write_text("# Hidden\n\nNever indexed.")
+    (docs / "~$draft.md").write_text("# Temp\n\nOffice lock file.")
+    os.chmod(docs / "locked.md", 0)
+    eng = make_engine(embedder, tmp_path / "data", docs)
+    try:
+        report = eng.sync()
+    finally:
+        os.chmod(docs / "locked.md", 0o644)
+    recs = eng.manifest.all()
+    assert recs["empty.md"].state == FAILED and "empty" in (recs["empty.md"].reason or "")
+    assert recs["junk.md"].state == FAILED and "binary" in (recs["junk.md"].reason or "")
+    assert recs["legacy.txt"].state == INDEXED
+    if os.geteuid() != 0:  # root reads anything; the permission check only bites for a normal user
+        assert recs["locked.md"].state == FAILED and "cannot read" in (recs["locked.md"].reason or "")
+    assert ".hidden.md" not in recs and "~$draft.md" not in recs
+    assert report.skipped == {"video.mp4": "unsupported file type"}
+    for good in ("expenses.md", "on-call.md", "time-off.txt"):
+        assert recs[good].state == INDEXED and recs[good].chunks > 0
+    legacy = [c for c in eng.searcher().snapshot.chunks if c.path == "legacy.txt"]
+    assert any("smørrebrød" in c.content for c in legacy)
+    _agree(eng)
+
+
+def test_unreadable_file_fails_without_stopping_others(
+    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = Path.read_bytes
+
+    def deny(self: Path) -> bytes:
+        if self.name == "on-call.md":
+            raise PermissionError(13, "Permission denied")
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    eng = make_engine(embedder, tmp_path / "data", docs)
+    eng.sync()
+    recs = eng.manifest.all()
+    assert recs["on-call.md"].state == FAILED and recs["on-call.md"].reason == "cannot read the file: Permission denied"
+    assert recs["expenses.md"].state == INDEXED
+    monkeypatch.undo()
+    eng.sync()  # failed documents are retried on the next sync
+    assert eng.manifest.get("on-call.md").state == INDEXED  # type: ignore[union-attr]
+
+
+def test_edit_delete_and_oversize(embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path) -> None:
+    eng = make_engine(embedder, tmp_path / "data", docs, max_file_bytes=5_000)
+    eng.sync()
+    (docs / "expenses.md").write_text("# Expenses\n\n## Claims\nClaims are now filed in the Tally app.\n")
+    (docs / "time-off.txt").unlink()
+    (docs / "big.md").write_text("# Big\n\n" + "word " * 2000)
+    report = eng.sync()
+    assert report.indexed == ["expenses.md"] and report.removed == ["time-off.txt"]
+    recs = eng.manifest.all()
+    assert "time-off.txt" not in recs
+    assert recs["big.md"].state == FAILED and "too large" in (recs["big.md"].reason or "")
+    hits = eng.searcher().search("Which app are claims filed in?", k=3).hits
+    assert hits[0].chunk.path == "expenses.md" and "Tally" in hits[0].chunk.content
+    assert all(h.chunk.path != "time-off.txt" for h in eng.searcher().search("parental leave weeks").hits)
+    _agree(eng)
+
+
+def test_missing_docs_folder_is_a_clear_error(embedder: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    from retrieval.errors import StoreError
+
+    eng = make_engine(embedder, tmp_path / "data", tmp_path / "nope")
+    with pytest.raises(StoreError, match="docs folder not found"):
+        eng.sync()
