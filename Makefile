@@ -15,7 +15,7 @@ install: $(BIN)/python
 
 demo: install
 	$(BIN)/footnote index examples/docs
-	$(BIN)/footnote status
+	$(BIN)/footnote ask "How fast do I have to acknowledge a SEV1 page?"
 
 test: install
 	$(BIN)/python -m pytest

@@ -171,5 +171,28 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
             click.echo(f"       {snippet}")
 
 
+@main.command()
+@click.argument("question", required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option(
+    "--from-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="One question per line."
+)
+@click.pass_obj
+@_friendly
+def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path | None) -> None:
+    """Answer QUESTION from the indexed documents, with citations.
+
+    The model writes only [n]; Footnote attaches each source's document, section,
+    link and quote. When nothing relevant is found, the question is refused and the
+    model is not called.
+    """
+    from bot.render import answer_json, answer_text
+
+    rt = Runtime(settings)
+    for q in _questions(question, from_file):
+        result = rt.answers.answer(q)
+        click.echo(json.dumps(answer_json(result)) if as_json else answer_text(result) + "\n")
+
+
 if __name__ == "__main__":
     main()

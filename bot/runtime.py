@@ -5,10 +5,12 @@ from __future__ import annotations
 from functools import cached_property
 
 from config.settings import Settings
+from retrieval.answer import AnswerService
 from retrieval.chunk import ChunkerConfig
 from retrieval.embed import SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.gate import GateConfig
+from retrieval.llm import LanguageModel, load_model
 from retrieval.rerank import load_reranker
 from retrieval.search import SearchConfig
 
@@ -45,3 +47,29 @@ class Runtime:
             max_file_bytes=int(s.max_file_mb * 1_000_000),
         )
         return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence))
+
+    @cached_property
+    def model(self) -> LanguageModel:
+        s = self.settings
+        return load_model(
+            s.llm_gguf,
+            s.llm_url,
+            s.data_dir / "models",
+            n_ctx=s.llm_context,
+            threads=s.llm_threads,
+            timeout_s=s.llm_timeout_s,
+        )
+
+    @cached_property
+    def answers(self) -> AnswerService:
+        """The one answer service every surface (CLI, Slack) calls."""
+        s = self.settings
+        return AnswerService(
+            self.engine.searcher,
+            lambda: self.model,
+            self.gate_config(),
+            max_sources=s.max_sources,
+            max_tokens=s.llm_max_tokens,
+            docs_url=s.docs_url,
+            docs_dir=s.docs_dir,
+        )

@@ -144,7 +144,10 @@ class ChromaStore:
 
     def load(self) -> StoredIndex:
         got = self._chunks.get(include=["embeddings", "documents", "metadatas"])
-        chunks = [_chunk_from(i, d, m) for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)]
+        chunks = [
+            _chunk_from(i, d, m)
+            for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+        ]
         order = sorted(range(len(chunks)), key=lambda k: (chunks[k].path, chunks[k].ordinal))
         chunks = [chunks[k] for k in order]
         emb = got["embeddings"]

@@ -41,3 +41,11 @@ def dev_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.T
 
 def make_engine(embedder: SentenceTransformerEmbedder, data: Path, docs: Path, **kw: object) -> Engine:
     return Engine(EngineConfig(data, docs, ChunkerConfig(), SearchConfig(), **kw), embedder, SentenceReranker(1.5))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def real_model(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The packaged default GGUF, assembled once and loaded once per test run."""
+    from retrieval.llm import load_model
+
+    return load_model(None, None, tmp_path_factory.mktemp("models"), n_ctx=4096)

@@ -1,0 +1,147 @@
+"""Rendering an :class:`Answer` for people: terminal text, JSON and Slack Block Kit.
+
+Pure functions: no I/O, no Slack client. Everything shown to Slack is escaped so
+that nothing a model or a document wrote can become a mention, a ping or a link.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from retrieval.answer import Answer
+from retrieval.citations import Citation
+
+REFUSAL_HEADLINE = "I couldn't find this in the docs."
+SECTION_LIMIT = 3000  # Slack's limit for a section block's text
+MAX_BLOCKS = 50
+QUOTE_CHARS = 280
+
+
+def _label(c: Citation) -> str:
+    return f"{c.doc} — {c.section}" if c.section else c.doc
+
+
+def answer_json(a: Answer) -> dict[str, Any]:
+    return {
+        "question": a.question,
+        "refused": a.refused,
+        "reason": a.reason,
+        "answer": a.text,
+        "citations": [
+            {
+                "n": c.n,
+                "path": c.path,
+                "doc": c.doc,
+                "section": c.section,
+                "from": c.start,
+                "to": c.end,
+                "quote": c.quote,
+                "url": c.url,
+                "locator": c.locator,
+                "label": c.label,
+                "distance": round(c.distance, 4),
+            }
+            for c in a.citations
+        ],
+        "consulted": [{"n": c.n, "path": c.path, "url": c.url} for c in a.consulted],
+        "nearest": a.nearest,
+        "gate": round(a.gate, 4),
+        "dropped_citations": a.dropped_citations,
+        "timings": {k: round(v, 1) for k, v in a.timings.items()},
+    }
+
+
+def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def answer_text(a: Answer) -> str:
+    """What the Slack message shows, as plain terminal text."""
+    if a.refused:
+        lines = [f"{REFUSAL_HEADLINE} ({a.reason})"]
+        if a.nearest:
+            lines.append("Closest documents (not an answer): " + ", ".join(a.nearest))
+        return "\n".join(lines)
+    lines = [a.text, ""]
+    title = "Sources" if a.citations else "Sources consulted (the answer cites none)"
+    lines.append(title + ":")
+    for c in a.citations or a.consulted:
+        lines.append(f"[{c.n}] {_label(c)}  {c.url}")
+        lines.append(f"    “{shorten(c.quote)}”")
+    return "\n".join(lines)
+
+
+_ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BROADCAST = re.compile(r"@(channel|here|everyone)\b", re.IGNORECASE)
+
+
+def escape(text: str) -> str:
+    """Slack mrkdwn escaping: after this, no text can form <!here>, <@U…> or <http…> links."""
+    out = "".join(_ESC.get(ch, ch) for ch in text)
+    return _BROADCAST.sub(lambda m: "@\u2060" + m.group(1), out)
+
+
+def _link(url: str, label: str) -> str:
+    # Our own URL, built by the server; the label is escaped and may not contain "|".
+    safe_url = url.replace(">", "%3E").replace("|", "%7C").replace(" ", "%20")
+    return f"<{safe_url}|{escape(label).replace('|', '¦')}>"
+
+
+def _section(text: str) -> dict[str, Any]:
+    if len(text) > SECTION_LIMIT:
+        text = text[: SECTION_LIMIT - 1] + "…"
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def slack_blocks(a: Answer, collection: str | None = None, feedback_id: str | None = None) -> list[dict[str, Any]]:
+    """Block Kit for an answer or a refusal, within Slack's limits."""
+    blocks: list[dict[str, Any]] = []
+    if a.refused:
+        blocks.append(_section(f":mag: *{REFUSAL_HEADLINE}* _This is not an answer._\n{escape(a.reason)}"))
+        if a.nearest:
+            blocks.append(_context("Closest documents: " + ", ".join(escape(n) for n in a.nearest)))
+    else:
+        blocks.append(_section(escape(a.text)))
+        shown = a.citations or a.consulted
+        title = "*Sources*" if a.citations else "*Sources consulted* (the answer cites none)"
+        blocks.append(_section(title))
+        for c in shown:
+            blocks.append(_section(f"[{c.n}] {_link(c.url, _label(c))}\n> {escape(shorten(c.quote))}"))
+    if collection:
+        blocks.append(_context(f"Searched: {escape(collection)}"))
+    if feedback_id and not a.refused:
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "feedback",
+                "elements": [
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": "👍"},
+                        "action_id": "feedback_up",
+                        "value": feedback_id,
+                    },
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": "👎"},
+                        "action_id": "feedback_down",
+                        "value": feedback_id,
+                    },
+                ],
+            }
+        )
+    return blocks[:MAX_BLOCKS]
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:SECTION_LIMIT]}]}
+
+
+def fallback_text(a: Answer) -> str:
+    """Notification text (shown where blocks are not): escaped, short."""
+    return escape(REFUSAL_HEADLINE if a.refused else shorten(a.text, 300))
