@@ -194,5 +194,29 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
         click.echo(json.dumps(answer_json(result)) if as_json else answer_text(result) + "\n")
 
 
+@main.command()
+@click.option("--http", "http_port", type=int, help="Serve Slack's HTTP events on this port (at /slack/events).")
+@click.option("--socket", "socket_mode", is_flag=True, help="Use Socket Mode (needs SLACK_APP_TOKEN).")
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address for --http.")
+@click.pass_obj
+@_friendly
+def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: str) -> None:
+    """Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP.
+
+    Needs SLACK_BOT_TOKEN, and SLACK_SIGNING_SECRET for HTTP mode. The index is
+    synced once at start; answers come from the last consistent index.
+    """
+    from bot.serve import run
+
+    if settings.slack_bot_token is None:
+        raise click.ClickException("SLACK_BOT_TOKEN is not set: create the app from config/slack_manifest.yaml first")
+    use_socket = socket_mode or (http_port is None and settings.slack_app_token is not None)
+    if use_socket and settings.slack_app_token is None:
+        raise click.ClickException("Socket Mode needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
+    if not use_socket and settings.slack_signing_secret is None:
+        raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
+    run(Runtime(settings), socket=use_socket, host=host, port=http_port or 3000)
+
+
 if __name__ == "__main__":
     main()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -48,6 +48,18 @@ class Settings(BaseSettings):
     llm_context: int = Field(4096, ge=512)
     llm_threads: int | None = Field(None, description="Threads for llama.cpp; unset = all cores.")
     llm_timeout_s: float = Field(120.0, gt=0)
+
+    # Slack (the tokens keep Slack's own variable names).
+    slack_bot_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_BOT_TOKEN", "FOOTNOTE_SLACK_BOT_TOKEN")
+    )
+    slack_signing_secret: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET", "FOOTNOTE_SLACK_SIGNING_SECRET")
+    )
+    slack_app_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_APP_TOKEN", "FOOTNOTE_SLACK_APP_TOKEN")
+    )
+    slack_api_url: str | None = Field(None, description="Override of the Slack Web API base URL (tests, proxies).")
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -1,0 +1,63 @@
+"""HTTP mode: a small threaded server that hands Slack's requests to the Bolt app.
+
+``POST /slack/events`` goes to Bolt unchanged (Bolt checks the signature and
+answers 401 on a bad or stale one); ``GET /healthz`` says whether the index is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from slack_bolt import App, BoltRequest
+
+MAX_BODY = 1_000_000  # Slack payloads are small; anything bigger is not from Slack
+
+
+def make_server(app: App, host: str, port: int, health: Callable[[], dict[str, object]]) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "Footnote"
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+            pass
+
+        def do_POST(self) -> None:
+            url = urlsplit(self.path)
+            if url.path != "/slack/events":
+                self._send(404, "text/plain", b"not found")
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                self._send(413, "text/plain", b"request too large")
+                return
+            body = self.rfile.read(length).decode("utf-8", "replace")
+            headers = {k.lower(): [v] for k, v in self.headers.items()}
+            resp = app.dispatch(BoltRequest(body=body, query=url.query, headers=headers))
+            data = (resp.body or "").encode()
+            ctype = (resp.headers.get("content-type") or ["text/plain"])[0]
+            self._send(resp.status, ctype, data)
+
+        def do_GET(self) -> None:
+            if urlsplit(self.path).path == "/healthz":
+                info = health()
+                self._send(200 if info.get("ok") else 503, "application/json", json.dumps(info).encode())
+                return
+            self._send(404, "text/plain", b"not found")
+
+        def _send(self, status: int, ctype: str, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return ThreadingHTTPServer((host, port), Handler)
+
+
+def serve_in_thread(server: ThreadingHTTPServer) -> threading.Thread:
+    t = threading.Thread(target=server.serve_forever, name="footnote-http", daemon=True)
+    t.start()
+    return t

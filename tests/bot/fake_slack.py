@@ -1,0 +1,62 @@
+"""A fake Slack Web API on 127.0.0.1 (port 0) that records every call."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+
+class FakeSlack:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._ts = itertools.count(1)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_POST(self) -> None:
+                method = self.path.rsplit("/", 1)[-1]
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                if "json" in (self.headers.get("Content-Type") or ""):
+                    params: dict[str, Any] = json.loads(raw or "{}")
+                else:
+                    params = {k: v[0] for k, v in parse_qs(raw).items()}
+                    if isinstance(params.get("blocks"), str):
+                        params["blocks"] = json.loads(params["blocks"])
+                with outer._lock:
+                    ts = f"1700000000.{next(outer._ts):06d}"
+                    params["_ts"] = ts  # the ts this fake answered with, for assertions
+                    outer.calls.append((method, params))
+                body = {
+                    "ok": True,
+                    "ts": ts,
+                    "channel": params.get("channel", "C1"),
+                    "user_id": "UBOT",
+                    "bot_id": "BBOT",
+                    "team_id": "T1",
+                }
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [p for m, p in self.calls if m == method]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
