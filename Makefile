@@ -26,6 +26,7 @@ lint:
 
 bench:
 	$(BIN)/python scripts/bench_index.py
+	$(BIN)/python scripts/bench_answer.py
 
 clean:
 	rm -rf .footnote .pytest_cache

@@ -195,6 +195,23 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.pass_obj
+def feedback(settings: Settings, as_json: bool) -> None:
+    """List the 👍/👎 clicks people gave answers in Slack."""
+    path = settings.data_dir / "feedback.jsonl"
+    if not path.is_file():
+        click.echo("No feedback yet.")
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if as_json:
+            click.echo(json.dumps(rec))
+        else:
+            click.echo(f"{'👍' if rec.get('vote') == 'up' else '👎'} {rec.get('user')}: {rec.get('question', '?')}")
+
+
+@main.command()
 @click.option("--http", "http_port", type=int, help="Serve Slack's HTTP events on this port (at /slack/events).")
 @click.option("--socket", "socket_mode", is_flag=True, help="Use Socket Mode (needs SLACK_APP_TOKEN).")
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address for --http.")

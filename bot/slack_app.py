@@ -123,10 +123,9 @@ class SlackBot:
         channel = event["channel"]
         is_dm = event.get("channel_type") == "im"
         thread = event.get("thread_ts")
-        if not is_dm:
-            # A follow-up in a thread we answered; an @mention is handled by app_mention.
-            if not thread or _MENTION.search(text) or not self._known_thread(channel, thread):
-                return
+        # In a channel, only a follow-up in a thread we answered; an @mention is app_mention's.
+        if not is_dm and (not thread or _MENTION.search(text) or not self._known_thread(channel, thread)):
+            return
         self._enqueue(Question(channel, thread or event["ts"], _MENTION.sub("", text).strip(), event.get("user", "")))
 
     def _on_command(self, ack: Callable[..., None], command: dict[str, Any]) -> None:

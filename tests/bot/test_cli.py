@@ -57,3 +57,21 @@ def test_every_command_has_help() -> None:
     for cmd in ([], ["index"], ["status"], ["search"]):
         res = runner.invoke(main, [*cmd, "--help"])
         assert res.exit_code == 0 and "Usage:" in res.output
+
+
+def test_serve_without_tokens_explains_what_is_missing(env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    res = CliRunner().invoke(main, ["serve", "--http", "0"])
+    assert res.exit_code != 0 and "SLACK_BOT_TOKEN" in res.output
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    res = CliRunner().invoke(main, ["serve", "--http", "0"])
+    assert res.exit_code != 0 and "SLACK_SIGNING_SECRET" in res.output
+
+
+def test_feedback_lists_clicks(env: tuple[Path, Path]) -> None:
+    _, data = env
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "feedback.jsonl").write_text(json.dumps({"vote": "down", "user": "U9", "question": "Where is X?"}) + "\n")
+    res = CliRunner().invoke(main, ["feedback"])
+    assert "👎 U9: Where is X?" in res.output

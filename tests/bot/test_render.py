@@ -1,0 +1,44 @@
+"""Rendering is pure: escaping, limits, refusal marking."""
+
+from __future__ import annotations
+
+import json
+
+from bot.render import MAX_BLOCKS, SECTION_LIMIT, escape, slack_blocks
+from retrieval.answer import Answer
+from retrieval.citations import Citation
+
+
+def _cite(
+    n: int, doc: str = "Hand<book> & co", quote: str = "Ping <!channel> and <@U1> at <https://x.example|here>"
+) -> Citation:
+    return Citation(n, "a.md", doc, "Sec", 0, 10, quote, f"file:///docs/a.md#char=0,{n}", "#char=0,10", "Sec", 0.3)
+
+
+def test_escape_neutralises_mentions_links_and_broadcasts() -> None:
+    out = escape("<!here> <@U123> <http://evil|x> @channel & more")
+    assert "<" not in out and ">" not in out
+    assert "@channel" not in out and "&amp;" in out
+
+
+def test_document_text_cannot_ping_or_link() -> None:
+    a = Answer("q", False, "answered", "See [1] <!channel>", [_cite(1)])
+    blob = json.dumps(slack_blocks(a))
+    for bad in ("<!channel>", "<@U1>", "<https://x.example"):
+        assert bad not in blob
+    assert "#char=0,1|" in blob  # our own link survives, with its locator
+
+
+def test_limits_are_respected() -> None:
+    long = "word " * 2000
+    a = Answer("q", False, "answered", long, [_cite(i, quote=long) for i in range(1, 80)])
+    blocks = slack_blocks(a, feedback_id="f1")
+    assert len(blocks) <= MAX_BLOCKS
+    assert all(len(b["text"]["text"]) <= SECTION_LIMIT for b in blocks if b["type"] == "section")
+
+
+def test_refusal_is_clearly_not_an_answer() -> None:
+    a = Answer("q", True, "nothing relevant enough", "", [], nearest=["On-call Handbook"])
+    blob = json.dumps(slack_blocks(a, feedback_id="f1"))
+    assert "couldn't find this in the docs" in blob and "not an answer" in blob and "On-call Handbook" in blob
+    assert "feedback_up" not in blob
