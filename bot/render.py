@@ -6,11 +6,10 @@ that nothing a model or a document wrote can become a mention, a ping or a link.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from retrieval.answer import Answer
-from retrieval.citations import Citation
+from retrieval.citations import BROADCAST, Citation
 
 REFUSAL_HEADLINE = "I couldn't find this in the docs."
 SECTION_LIMIT = 3000  # Slack's limit for a section block's text
@@ -77,13 +76,12 @@ def answer_text(a: Answer) -> str:
 
 
 _ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_BROADCAST = re.compile(r"@(channel|here|everyone)\b", re.IGNORECASE)
 
 
 def escape(text: str) -> str:
     """Slack mrkdwn escaping: after this, no text can form <!here>, <@U…> or <http…> links."""
     out = "".join(_ESC.get(ch, ch) for ch in text)
-    return _BROADCAST.sub(lambda m: "@\u2060" + m.group(1), out)
+    return BROADCAST.sub(lambda m: "@\u2060" + m.group(1), out)
 
 
 def _link(url: str, label: str) -> str:

@@ -18,7 +18,7 @@ _SLACK_SEQ = re.compile(r"<[!@#][^>]*>")
 _SLACK_LINK = re.compile(r"<(?:https?|mailto|ftp|file|slack)[^|>]*(?:\|([^>]*))?>", re.IGNORECASE)
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)]*)\)")
 _URL = re.compile(r"(?:https?://|ftp://|file://|www\.)\S+", re.IGNORECASE)
-_BROADCAST = re.compile(r"@(channel|here|everyone)\b", re.IGNORECASE)
+BROADCAST = re.compile(r"@(channel|here|everyone)\b", re.IGNORECASE)
 _REFUSAL = re.compile(
     r"\b(do(?:es)? not|don't|doesn't) (contain|mention|include|provide|say|cover|specify)|"
     r"\bnot (mentioned|provided|covered|specified|stated) in\b|"
@@ -95,7 +95,7 @@ def neutralise(text: str) -> str:
     text = _SLACK_SEQ.sub("", text)
     text = _MD_LINK.sub(r"\1", text)
     text = _URL.sub("", text)
-    text = _BROADCAST.sub(r"\1", text)
+    text = BROADCAST.sub(r"\1", text)
     return text
 
 

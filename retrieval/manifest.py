@@ -70,7 +70,6 @@ CREATE TABLE IF NOT EXISTS documents (
     title TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
@@ -131,13 +130,6 @@ class Manifest:
             STALE: counts.get(STALE, 0),
             "chunks": sum(r.chunks for r in recs if r.state == INDEXED),
         }
-
-    def get_meta(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 def _record(row: tuple[Any, ...]) -> DocRecord:

@@ -17,6 +17,7 @@ import numpy as np
 
 from retrieval.bm25 import Bm25Index
 from retrieval.embed import Embedder
+from retrieval.errors import StoreError
 from retrieval.rerank import Candidate, Reranker
 from retrieval.store import ChromaStore, StoredIndex
 from retrieval.types import Chunk, Hit
@@ -55,16 +56,14 @@ class Snapshot:
     @classmethod
     def build(cls, stored: StoredIndex, embedding_model: str, keep: Callable[[str], bool] | None = None) -> Snapshot:
         """From what the store holds; ``keep`` drops documents not to be searched (stale, other model)."""
-        idx = [i for i, c in enumerate(stored.chunks) if keep is None or keep(c.path)]
+        idx = np.asarray([i for i, c in enumerate(stored.chunks) if keep is None or keep(c.path)], dtype=np.int64)
         remap = np.full(len(stored.chunks), -1, dtype=np.int64)
         remap[idx] = np.arange(len(idx))
-        chunks = [stored.chunks[i] for i in idx]
-        vectors = stored.vectors[idx] if idx else np.zeros((0, 0), np.float32)
-        owner = remap[stored.sentence_owner] if len(stored.sentence_owner) else stored.sentence_owner
+        owner = remap[stored.sentence_owner]
         mask = owner >= 0
-        svec = stored.sentence_vectors[mask] if len(owner) else stored.sentence_vectors
+        chunks = [stored.chunks[i] for i in idx]
         bm25 = Bm25Index([c.text for c in chunks])
-        return cls(chunks, vectors, svec, owner[mask] if len(owner) else owner, bm25, embedding_model)
+        return cls(chunks, stored.vectors[idx], stored.sentence_vectors[mask], owner[mask], bm25, embedding_model)
 
     def best_sentence(self, q: np.ndarray) -> np.ndarray:
         """Per chunk, the cosine of its sentence closest to the query."""
@@ -93,8 +92,6 @@ class Searcher:
         store: ChromaStore | None = None,
     ) -> None:
         if snapshot.embedding_model != embedder.name:
-            from retrieval.errors import StoreError
-
             raise StoreError(
                 f"the index was built with {snapshot.embedding_model} but the query model is {embedder.name}; "
                 "vectors of two models cannot be compared: run `footnote index` to rebuild"

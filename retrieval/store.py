@@ -150,23 +150,12 @@ class ChromaStore:
         ]
         order = sorted(range(len(chunks)), key=lambda k: (chunks[k].path, chunks[k].ordinal))
         chunks = [chunks[k] for k in order]
-        emb = got["embeddings"]
-        vectors = np.asarray(emb, dtype=np.float32)[order] if len(chunks) else np.zeros((0, 0), np.float32)
+        vectors = _matrix(got["embeddings"])[order]
         pos = {c.id: k for k, c in enumerate(chunks)}
         sg = self._sentences.get(include=["embeddings", "metadatas"])
-        owners = [pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []]
-        s_vecs = (
-            np.asarray(sg["embeddings"], dtype=np.float32)
-            if owners
-            else np.zeros((0, vectors.shape[1] if len(chunks) else 0), np.float32)
-        )
-        keep = np.asarray([o >= 0 for o in owners], dtype=bool)
-        return StoredIndex(
-            chunks,
-            vectors,
-            s_vecs[keep] if owners else s_vecs,
-            np.asarray(owners, dtype=np.int64)[keep] if owners else np.zeros(0, np.int64),
-        )
+        owners = np.asarray([pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []], dtype=np.int64)
+        keep = owners >= 0  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
 
     def query(self, vector: np.ndarray, n: int, paths: Sequence[str] | None = None) -> tuple[list[str], list[float]]:
         """Nearest chunks by cosine distance (Chroma's HNSW)."""
@@ -176,6 +165,12 @@ class ChromaStore:
         where = {"path": {"$in": list(paths)}} if paths else None
         res = self._chunks.query(query_embeddings=[vector], n_results=min(n, total), where=where, include=["distances"])  # type: ignore[arg-type]
         return list(res["ids"][0]), [float(d) for d in (res["distances"] or [[]])[0]]
+
+
+def _matrix(rows: Any) -> np.ndarray:
+    """Embeddings as a float32 matrix; (0, 0) when there are none."""
+    arr = np.asarray(rows if rows is not None else [], dtype=np.float32)
+    return arr if arr.ndim == 2 else np.zeros((0, 0), np.float32)
 
 
 def _chunk_meta(c: Chunk) -> dict[str, Any]:

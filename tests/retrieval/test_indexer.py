@@ -139,3 +139,25 @@ def test_missing_docs_folder_is_a_clear_error(embedder: SentenceTransformerEmbed
     eng = make_engine(embedder, tmp_path / "data", tmp_path / "nope")
     with pytest.raises(StoreError, match="docs folder not found"):
         eng.sync()
+
+
+def test_empty_folder_gives_an_empty_searchable_index(embedder: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    (tmp_path / "empty-docs").mkdir()
+    eng = make_engine(embedder, tmp_path / "data", tmp_path / "empty-docs")
+    eng.sync()
+    res = eng.searcher().search("anything at all")
+    assert res.hits == [] and eng.searcher().snapshot.vectors.shape[0] == 0
+
+
+def test_snapshot_leaves_out_documents_it_may_not_search(
+    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
+) -> None:
+    from retrieval.search import Snapshot
+
+    eng = make_engine(embedder, tmp_path / "data", docs)
+    eng.sync()
+    snap = Snapshot.build(eng.store.load(), embedder.name, keep=lambda p: p != "on-call.md")
+    assert snap.chunks and all(c.path != "on-call.md" for c in snap.chunks)
+    assert snap.vectors.shape[0] == len(snap.chunks) == snap.bm25.size
+    assert set(snap.sentence_owner.tolist()) == set(range(len(snap.chunks)))
+    assert len(snap.sentence_owner) == len(snap.sentence_vectors)
