@@ -21,14 +21,11 @@ from retrieval.answer import AnswerService  # noqa: E402
 from retrieval.chunk import ChunkerConfig  # noqa: E402
 from retrieval.embed import load_embedder  # noqa: E402
 from retrieval.engine import Engine, EngineConfig  # noqa: E402
+from retrieval.evaluate import mrr, needle_rank, recall_at  # noqa: E402
 from retrieval.gate import GateConfig, gate_signal  # noqa: E402
 from retrieval.llm import load_model  # noqa: E402
 from retrieval.rerank import SentenceReranker  # noqa: E402
 from retrieval.search import SearchConfig, Searcher  # noqa: E402
-
-
-def _norm(s: str) -> str:
-    return " ".join(s.split())
 
 
 def main() -> None:
@@ -53,13 +50,12 @@ def main() -> None:
                 res = s.search(q["question"], k=20)
                 for k, v in res.timings.items():
                     stages.setdefault(k, []).append(v)
-                ranks.append(
-                    next((i + 1 for i, h in enumerate(res.hits) if _norm(q["needle"]) in _norm(h.chunk.content)), None)
-                )
-            rec = {k: sum(r is not None and r <= k for r in ranks) / len(ranks) for k in (1, 4, 20)}
-            mrr = sum(1 / r for r in ranks if r) / len(ranks)
+                ranks.append(needle_rank(res.hits, q["needle"]))
+            rec = {k: recall_at(ranks, k) for k in (1, 4, 20)}
             lat = " ".join(f"{k} {statistics.median(v):.1f}" for k, v in stages.items())
-            print(f"{name:11} R@1 {rec[1]:.3f} R@4 {rec[4]:.3f} R@20 {rec[20]:.3f} MRR@20 {mrr:.3f} | p50 ms: {lat}")
+            print(
+                f"{name:11} R@1 {rec[1]:.3f} R@4 {rec[4]:.3f} R@20 {rec[20]:.3f} MRR@20 {mrr(ranks):.3f} | p50 ms: {lat}"
+            )
         gate = GateConfig()
         bluffs = sum(gate_signal(base.search(q["question"]), gate) <= gate.threshold for q in ood)
         refused = sum(gate_signal(base.search(q["question"]), gate) > gate.threshold for q in qs)

@@ -3,33 +3,24 @@
 from __future__ import annotations
 
 from retrieval.engine import Engine
+from retrieval.evaluate import needle_rank, recall_at
 from retrieval.gate import GateConfig, gate_signal
 from retrieval.search import SearchConfig, Searcher
 from tests.conftest import DEV, read_jsonl
 
 
-def _norm(s: str) -> str:
-    return " ".join(s.split())
-
-
 def _ranks(searcher: Searcher) -> list[int | None]:
-    out: list[int | None] = []
-    for q in read_jsonl(DEV / "questions.jsonl"):
-        hits = searcher.search(q["question"], k=20).hits
-        out.append(next((i + 1 for i, h in enumerate(hits) if _norm(q["needle"]) in _norm(h.chunk.content)), None))
-    return out
-
-
-def _recall(ranks: list[int | None], k: int) -> float:
-    return sum(r is not None and r <= k for r in ranks) / len(ranks)
+    return [
+        needle_rank(searcher.search(q["question"], k=20).hits, q["needle"]) for q in read_jsonl(DEV / "questions.jsonl")
+    ]
 
 
 def test_default_ranking_beats_dense_and_meets_its_floor(dev_engine: Engine) -> None:
     default = _ranks(dev_engine.searcher())
     snap = dev_engine.searcher().snapshot
     dense = _ranks(Searcher(snap, dev_engine.embedder, SearchConfig(fusion="dense"), None, dev_engine.store))
-    assert _recall(default, 1) >= 0.55 and _recall(default, 4) >= 0.80
-    assert _recall(default, 1) > _recall(dense, 1)
+    assert recall_at(default, 1) >= 0.55 and recall_at(default, 4) >= 0.80
+    assert recall_at(default, 1) > recall_at(dense, 1)
 
 
 def test_gate_separates_answerable_from_out_of_domain(dev_engine: Engine) -> None:
