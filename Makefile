@@ -3,7 +3,7 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench eval clean
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python 3.11); set PY=/path/to/python3.11"; exit 1; }
@@ -21,12 +21,17 @@ test: install
 	$(BIN)/python -m pytest
 
 lint:
-	$(BIN)/ruff check bot retrieval config tests scripts
-	$(BIN)/ruff format --check bot retrieval config tests scripts
+	$(BIN)/ruff check bot retrieval config tests
+	$(BIN)/ruff format --check bot retrieval config tests
+
+# The dev set lives beside the repo in our workspace; point EVAL at your own.
+EVAL ?= ../shared/eval/dev
 
 bench:
-	$(BIN)/python scripts/bench_index.py
-	$(BIN)/python scripts/bench_answer.py
+	$(BIN)/footnote bench --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl
+
+eval:
+	$(BIN)/footnote eval --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl --ood $(EVAL)/ood.jsonl
 
 clean:
 	rm -rf .footnote .pytest_cache

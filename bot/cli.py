@@ -1,4 +1,4 @@
-"""The ``footnote`` command line: index, status, search, ask, serve.
+"""The ``footnote`` command line: index, status, search, ask, eval, bench, serve.
 
 Errors from the core (:class:`FootnoteError`) become a one-line message and exit
 code 1 here; nothing below this module prints or exits.
@@ -192,6 +192,129 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
     for q in _questions(question, from_file):
         result = rt.answers.answer(q)
         click.echo(json.dumps(answer_json(result)) if as_json else answer_text(result) + "\n")
+
+
+def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
+    from retrieval.eval_suite import Question
+
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(Question.from_json(json.loads(line), needs_needle=needs_needle))
+        except json.JSONDecodeError as exc:
+            raise click.ClickException(f"{path}:{n}: not a JSON line ({exc.msg})") from exc
+    return rows
+
+
+@main.command("eval")
+@click.option(
+    "--docs",
+    "docs_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Documents to evaluate on [default FOOTNOTE_DOCS_DIR].",
+)
+@click.option(
+    "--questions",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help='JSON lines: {"id", "question", "needle", "style"?}.',
+)
+@click.option(
+    "--ood",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON lines of questions the docs cannot answer: {"id", "question"}.',
+)
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the results as JSON here."
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write recall and refusal-sweep PNGs here.",
+)
+@click.pass_obj
+@_friendly
+def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None) -> None:  # fmt: skip
+    """Measure retrieval and refusals on your own documents, without the model.
+
+    Each question's NEEDLE is a sentence copied verbatim from the document that
+    answers it; a strategy finds it when a returned passage contains the whole
+    sentence. Prints recall@1/4/8/20, MRR@20, answers destroyed by chunking, 95 %
+    Wilson intervals, paired sign tests between strategies (the seed's A-F, BM25,
+    hybrid, default), and, with --ood, the refusal sweep over the gate threshold.
+
+    Uses the current index when DOCS is the configured docs folder (after a sync);
+    otherwise indexes DOCS into a temporary directory.
+    """
+    import tempfile
+
+    from bot.eval_report import format_eval, write_plots
+    from retrieval.eval_suite import load_documents, run_eval
+
+    qs = _read_questions(questions, needs_needle=True)
+    oods = _read_questions(ood, needs_needle=False) if ood else []
+    docs_dir = (docs_dir or settings.docs_dir).resolve()
+    with tempfile.TemporaryDirectory(prefix="footnote-eval-") as tmp:
+        if docs_dir != settings.docs_dir.resolve():
+            settings = settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)})
+        rt = Runtime(settings)
+        click.echo(f"Indexing {docs_dir} …", err=True)
+        rt.engine.sync(progress=sys.stderr.isatty())
+        report = run_eval(
+            rt.engine.searcher(),
+            load_documents(docs_dir, int(settings.max_file_mb * 1_000_000)),
+            qs,
+            oods,
+            rt.embedder,
+            target=settings.chunk_size,
+            gate=rt.gate_config(),
+            max_sources=settings.max_sources,
+            default_label=f"default: {settings.fusion} fusion + {settings.reranker or 'sentence'} rerank",
+            progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
+        )
+    click.echo(format_eval(report))
+    if json_out is not None:
+        json_out.write_text(json.dumps(report.as_json(), indent=2), encoding="utf-8")
+        click.echo(f"Wrote {json_out}")
+    if plots_dir is not None:
+        for png in write_plots(report, plots_dir):
+            click.echo(f"Wrote {png}")
+
+
+@main.command()
+@click.option(
+    "--docs",
+    "docs_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Documents to index [default FOOTNOTE_DOCS_DIR].",
+)
+@click.option(
+    "--questions",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON lines with a "question" field (default: section titles).',
+)
+@click.option(
+    "--answers", default=10, show_default=True, help="Questions to answer with the model (0 = skip the model)."
+)
+@click.option(
+    "--synthetic", default=100_000, show_default=True, help="Chunks in the synthetic growth index (0 = skip)."
+)
+@click.pass_obj
+@_friendly
+def bench(settings: Settings, docs_dir: Path | None, questions: Path | None, answers: int, synthetic: int) -> None:
+    """Print throughput, per-stage latency (p50/p95), answer time and peak memory.
+
+    Indexes DOCS into a temporary directory (the live index is not touched), times
+    every query stage and the model, then the same retrieval on a synthetic index
+    to show how cost grows. Figures only; it never passes or fails.
+    """
+    from bot.bench import bench as run_bench
+
+    qs = [q.question for q in _read_questions(questions, needs_needle=False)] if questions else []
+    run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo)
 
 
 @main.command()

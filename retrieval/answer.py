@@ -97,7 +97,9 @@ class AnswerService:
         t0 = time.perf_counter()
         result = self._searcher().search(question, k=20, context=context)
         timings = dict(result.timings)
+        t = time.perf_counter()
         decision = decide(result, self.gate, self.max_sources)
+        timings["gate"] = (time.perf_counter() - t) * 1000
         nearest = _nearest_docs(result.hits)
         if not decision.answerable:
             timings["total"] = (time.perf_counter() - t0) * 1000
@@ -110,8 +112,18 @@ class AnswerService:
         messages = build_prompt(question, sources, context)
         timings["prompt"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        raw = self._model().complete(messages, self.max_tokens, on_token)
-        timings["generation"] = (time.perf_counter() - t) * 1000
+        first: list[float] = []
+
+        def on_piece(piece: str) -> None:
+            if not first:  # time to first token = prompt processing
+                first.append(time.perf_counter())
+            if on_token is not None:
+                on_token(piece)
+
+        raw = self._model().complete(messages, self.max_tokens, on_piece)
+        done = time.perf_counter()
+        timings["llm_prompt"] = ((first[0] if first else done) - t) * 1000
+        timings["generation"] = (done - t) * 1000
         cleaned = clean_answer(strip_echoed_labels(raw, sources), len(sources))
         all_cites = make_citations(sources, self.docs_url, self.docs_dir)
         timings["total"] = (time.perf_counter() - t0) * 1000

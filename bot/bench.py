@@ -1,0 +1,163 @@
+"""``footnote bench``: figures for throughput, per-stage latency, memory and growth.
+
+Figures only, never a pass/fail. Runs on a temporary copy of the index so the
+live one is never touched. The synthetic index uses generated text and random
+unit vectors (embedding 100,000 real chunks would take a quarter of an hour on
+two cores); it shows how search cost grows with the index, not quality.
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bot.runtime import Runtime
+from config.settings import Settings
+from retrieval.gate import decide
+from retrieval.search import Searcher, Snapshot
+from retrieval.store import StoredIndex
+from retrieval.types import Chunk
+
+Echo = Callable[[str], None]
+STAGES = ("embed", "dense", "bm25", "fuse", "rerank", "gate")
+
+
+def percentiles(values: Sequence[float]) -> tuple[float, float]:
+    """p50 and p95 (nearest rank)."""
+    s = sorted(values)
+    if not s:
+        return 0.0, 0.0
+    return statistics.median(s), s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+LABELS = {"llm_prompt": "LLM prompt (1st token)", "generation": "LLM whole call", "total": "end-to-end answer"}
+
+
+def _stage_lines(samples: dict[str, list[float]], names: Sequence[str]) -> list[str]:
+    out = []
+    for name in names:
+        if samples.get(name):
+            p50, p95 = percentiles(samples[name])
+            out.append(f"  {LABELS.get(name, name):22} p50 {p50:8.1f} ms   p95 {p95:8.1f} ms")
+    return out
+
+
+def bench(
+    settings: Settings, docs_dir: Path, questions: Sequence[str], answers: int, synthetic: int, echo: Echo
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="footnote-bench-") as tmp:
+        rt = Runtime(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
+        t = time.perf_counter()
+        rt.embedder.embed(["warm up"])
+        echo(f"embedder load          {time.perf_counter() - t:.1f} s")
+        report = rt.engine.sync()
+        rate = report.chunks_embedded / report.seconds if report.seconds else 0.0
+        echo(
+            f"index                  {len(report.indexed)} docs, {report.chunks_embedded} chunks in "
+            f"{report.seconds:.1f} s = {rate:.0f} chunks/s"
+        )
+        again = rt.engine.sync()
+        echo(f"no-change sync         {again.seconds:.2f} s")
+        t = time.perf_counter()
+        searcher = rt.engine.searcher()
+        echo(f"snapshot + BM25 load   {(time.perf_counter() - t) * 1000:.0f} ms")
+        qs = list(questions) or _questions_from(searcher.snapshot.chunks)
+        echo(f"\nQuery latency over {len(qs)} questions ({len(searcher.snapshot.chunks)} chunks):")
+        echo("\n".join(_stage_lines(_query_stages(searcher, qs, rt), (*STAGES, "total retrieval"))))
+        if answers:
+            echo(f"\nAnswers over {min(answers, len(qs))} questions ({rt.model.name}):")
+            echo("\n".join(_answer_lines(rt, qs[:answers])))
+        echo(f"\npeak RSS               {peak_rss_mb():.0f} MB")
+    if synthetic:
+        echo(f"\nSynthetic index of {synthetic:,} chunks (generated text, random unit vectors):")
+        for line in _synthetic(rt, synthetic):
+            echo(line)
+
+
+def _questions_from(chunks: Sequence[Chunk], n: int = 20) -> list[str]:
+    """Without a question file: each section's title, as a person would type a topic."""
+    seen: list[str] = []
+    for c in chunks:
+        q = f"{c.section or c.doc_title}?"
+        if q not in seen:
+            seen.append(q)
+    return seen[:n]
+
+
+def _query_stages(searcher: Searcher, qs: Sequence[str], rt: Runtime) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {}
+    for q in qs:
+        res = searcher.search(q, k=20)
+        t = time.perf_counter()
+        decide(res, rt.gate_config(), rt.settings.max_sources)
+        for k, v in {**res.timings, "gate": (time.perf_counter() - t) * 1000}.items():
+            samples.setdefault(k, []).append(v)
+        samples.setdefault("total retrieval", []).append(sum(res.timings.values()))
+    return samples
+
+
+def _answer_lines(rt: Runtime, qs: Sequence[str]) -> list[str]:
+    samples: dict[str, list[float]] = {}
+    refused = 0
+    for q in qs:
+        a = rt.answers.answer(q)
+        refused += a.refused
+        for k, v in a.timings.items():
+            samples.setdefault(k, []).append(v)
+    lines = _stage_lines(samples, ("llm_prompt", "generation", "total"))
+    lines.append(f"  ({refused} refused by the gate or the model; refusals skip the model)")
+    return lines
+
+
+def _synthetic(rt: Runtime, n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(20_000)] + [
+        "access",
+        "policy",
+        "deploy",
+        "invoice",
+        "rotate",
+        "laptop",
+        "vpn",
+        "refund",
+    ]
+    t = time.perf_counter()
+    chunks = []
+    for i in range(n):
+        body = " ".join(rng.choices(words, k=60))
+        chunks.append(
+            Chunk(f"s{i}", f"synthetic/{i // 50}.md", "Synthetic", f"S{i % 50}", i % 50, body, body, 0, len(body))
+        )
+    dim = rt.embedder.dimension
+    vecs = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    empty = np.zeros((0, dim), np.float32)
+    snap = Snapshot.build(StoredIndex(chunks, vecs, empty, np.zeros(0, np.int64)), rt.embedder.name)
+    build = time.perf_counter() - t
+    searcher = Searcher(snap, rt.embedder, rt.search_config(), rt.engine.reranker)
+    qs = [
+        "how do I rotate the vpn access keys",
+        "refund an invoice",
+        "laptop policy for contractors",
+        "deploy on friday",
+    ]
+    samples: dict[str, list[float]] = {}
+    for _ in range(5):
+        for q in qs:
+            res = searcher.search(q, k=20)
+            for k, v in res.timings.items():
+                samples.setdefault(k, []).append(v)
+            samples.setdefault("total retrieval", []).append(sum(res.timings.values()))
+    lines = [f"  build (text + BM25)    {build:.1f} s (dense: exact scan in memory)"]
+    return lines + _stage_lines(samples, (*STAGES, "total retrieval"))

@@ -1,0 +1,76 @@
+"""`footnote eval` end to end on the small example corpus, with the real embedder."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from bot.cli import main
+from tests.conftest import EXAMPLES
+
+QUESTIONS = [
+    {"id": "q1", "question": "How fast must a SEV1 page be acknowledged?", "style": "course",
+     "needle": "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes"},
+    {"id": "q2", "question": "how much extra do I get paid for being on call", "style": "ticket",
+     "needle": "On-call engineers receive a flat allowance of 1,200 DKK per week"},
+    {"id": "q3", "question": "When is the post-mortem due?", "style": "course",
+     "needle": "Every SEV1 and SEV2 gets a blameless post-mortem"},
+]  # fmt: skip
+OOD = [
+    {"id": "o1", "question": "What is the capital of Mongolia?"},
+    {"id": "o2", "question": "How do I fine-tune a transformer with LoRA adapters?"},
+]
+
+
+def _jsonl(path: Path, rows: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("FOOTNOTE_DATA_DIR", str(tmp_path / "live"))
+    monkeypatch.setenv("FOOTNOTE_DOCS_DIR", str(tmp_path / "live-docs"))
+    qs, ood = _jsonl(tmp_path / "q.jsonl", QUESTIONS), _jsonl(tmp_path / "ood.jsonl", OOD)
+    out, plots = tmp_path / "eval.json", tmp_path / "plots"
+    res = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--docs",
+            str(EXAMPLES),
+            "--questions",
+            str(qs),
+            "--ood",
+            str(ood),
+            "--json",
+            str(out),
+            "--plots",
+            str(plots),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    d = data["default"]
+    assert d["n"] == 3 and d["recall_at"]["20"] == 1.0 and d["destroyed"] == 0
+    assert d["wilson"]["20"][0] < 1.0 <= d["wilson"]["20"][1] + 1e-9  # 3/3 is still a wide interval
+    assert set(d["by_style"]) == {"course", "ticket"}
+    assert set(data["strategies"]) == {"bm25", "hybrid", "A", "B", "C", "D", "E", "F"}
+    assert {(t["a"], t["b"], t["k"]) for t in data["sign_tests"]} >= {("E", "A", 20), ("default", "hybrid", 1)}
+    sweep = data["refusal_sweep"]
+    assert [r["threshold"] for r in sweep] == sorted(r["threshold"] for r in sweep)
+    assert all(a["bluffs"] <= b["bluffs"] and a["refused"] >= b["refused"] for a, b in itertools.pairwise(sweep))
+    assert sum(r["default"] for r in sweep) == 1 and sweep[0]["of"] == 2
+    assert len(data["gate_signal"]["in_domain"]) == 3 and len(data["gate_signal"]["ood"]) == 2
+    assert "Paired exact sign tests" in res.output and "← default" in res.output
+    for png in ("recall.png", "refusal_sweep.png"):
+        assert (plots / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "live").exists()  # another folder than the live one: a temporary index
+
+
+def test_eval_rejects_a_question_without_a_needle(tmp_path: Path) -> None:
+    qs = _jsonl(tmp_path / "q.jsonl", [{"id": "x", "question": "where?"}])
+    res = CliRunner().invoke(main, ["eval", "--docs", str(EXAMPLES), "--questions", str(qs)])
+    assert res.exit_code != 0 and "needs" in res.output and "needle" in res.output
