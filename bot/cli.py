@@ -93,21 +93,55 @@ def status(settings: Settings, as_json: bool) -> None:
     """Every document in the index with its state, reason, chunk count and stamps.
 
     Counts are read from the index, not from what the last sync said it did.
+    Documents built with another embedding model, chunker or extractor version
+    than the current settings are shown as stale; the next sync rebuilds them.
     """
     manifest = Manifest(settings.data_dir / "manifest.sqlite3")
-    docs = [r.as_json() for r in manifest.all().values()]
-    if as_json:
-        click.echo(json.dumps({"documents": docs, "totals": manifest.totals()}, indent=2))
-        return
-    if not docs:
+    if not manifest.all():
         click.echo(f"The index at {settings.data_dir} is empty. Run `footnote index` first.")
         return
+    engine = Runtime(settings).engine
+    engine.mark_stale()
+    docs = [r.as_json() for r in engine.manifest.all().values()]
+    if as_json:
+        click.echo(json.dumps({"documents": docs, "totals": engine.manifest.totals()}, indent=2))
+        return
     for d in docs:
-        line = f"{d['state']:8} {d['chunks']:5} chunks  {d['path']}"
+        line = f"{d['state']:8} {max(d['chunks'], 0):5} chunks  {d['path']}"
         if d["reason"]:
             line += f"  ({d['reason']})"
         click.echo(line)
-    _print_totals(manifest)
+    _print_totals(engine.manifest)
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.pass_obj
+@_friendly
+def retry(settings: Settings, paths: tuple[str, ...]) -> None:
+    """Try failed (and stale) documents again now, or only PATHS (relative to the docs folder).
+
+    Every sync retries them anyway; this is for when you fixed a file and want it
+    searchable without waiting for the schedule.
+    """
+    rt = Runtime(settings)
+    engine = rt.engine
+    engine.mark_stale()
+    recs = engine.manifest.all()
+    wanted = list(paths) or [p for p, r in recs.items() if r.state != "indexed"]
+    unknown = [p for p in wanted if p not in recs and not (settings.docs_dir / p).is_file()]
+    if unknown:
+        raise click.ClickException(f"not in the docs folder or the index: {', '.join(unknown)}")
+    if not wanted:
+        click.echo("Nothing to retry: every document is indexed.")
+        return
+    report = engine.sync(only=set(wanted))
+    for p in wanted:
+        rec = engine.manifest.get(p)
+        state = rec.state if rec else "removed"
+        reason = f": {rec.reason}" if rec and rec.reason else ""
+        click.echo(f"{state:8} {p}{reason}")
+    click.echo(f"Retried {len(wanted)} in {report.seconds:.1f}s.")
 
 
 def _questions(question: str | None, from_file: Path | None) -> Iterator[str]:

@@ -6,8 +6,10 @@ that nothing a model or a document wrote can become a mention, a ping or a link.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from bot.health import Health
 from retrieval.answer import Answer
 from retrieval.citations import BROADCAST, Citation
 
@@ -143,3 +145,31 @@ def _context(text: str) -> dict[str, Any]:
 def fallback_text(a: Answer) -> str:
     """Notification text (shown where blocks are not): escaped, short."""
     return escape(REFUSAL_HEADLINE if a.refused else shorten(a.text, 300))
+
+
+def status_text(h: Health) -> str:
+    """Index health as mrkdwn, for `/ask status` and the App Home tab."""
+    lines = [
+        f"*Index health* {'✅' if h.ok else '⚠️'}",
+        f"{h.indexed} indexed · {len(h.failed)} failed · {len(h.stale)} stale · {h.chunks} chunks",
+    ]
+    if h.last_sync_at is not None:
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(h.last_sync_at))
+        lines.append(f"Last sync: {when}, took {h.last_sync_seconds or 0:.1f}s")
+    if h.last_sync_error:
+        lines.append(f"Last sync failed: {escape(h.last_sync_error)[:300]}")
+    if h.next_sync is not None:
+        lines.append(f"Next sync: {h.next_sync.strftime('%Y-%m-%d %H:%M %Z').strip()}")
+    for title, items in (("Failed", h.failed), ("Stale (rebuilt by the next sync)", h.stale)):
+        if items:
+            lines.append(f"*{title}:*")
+            shown = list(items.items())[:15]
+            lines += [f"• `{escape(p)}`: {escape(r)}" for p, r in shown]
+            if len(items) > len(shown):
+                lines.append(f"…and {len(items) - len(shown)} more (`footnote status` lists all)")
+    return "\n".join(lines)
+
+
+def status_blocks(h: Health) -> list[dict[str, Any]]:
+    text = status_text(h)
+    return [_section(text[i : i + SECTION_LIMIT]) for i in range(0, len(text), SECTION_LIMIT)][:MAX_BLOCKS]

@@ -45,6 +45,8 @@ class Runtime:
             chunker=self.chunker(),
             search=self.search_config(),
             max_file_bytes=int(s.max_file_mb * 1_000_000),
+            chroma_url=s.chroma_url,
+            ignore=s.ignore_globs(),
         )
         return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence))
 

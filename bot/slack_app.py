@@ -21,7 +21,8 @@ from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
-from bot.render import escape, fallback_text, slack_blocks
+from bot.health import Health
+from bot.render import escape, fallback_text, slack_blocks, status_blocks, status_text
 from retrieval.answer import Answer, AnswerService
 
 log = logging.getLogger("footnote.slack")
@@ -67,8 +68,10 @@ class SlackBot:
         signing_secret: str,
         data_dir: Path,
         api_url: str | None = None,
+        status: Callable[[], Health] | None = None,
     ) -> None:
         self.answers = answers
+        self.status = status
         self.data_dir = data_dir
         client = WebClient(token=bot_token, base_url=api_url or WebClient.BASE_URL)
         client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=3))
@@ -93,6 +96,7 @@ class SlackBot:
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
         app.command("/ask")(self._on_command)
+        app.event("app_home_opened")(self._on_home)
         app.action("feedback_up")(self._on_feedback)
         app.action("feedback_down")(self._on_feedback)
 
@@ -133,10 +137,22 @@ class SlackBot:
         if not text:
             ack("Ask a question after the command, e.g. `/ask How do I claim travel expenses?`")
             return
+        if text.lower() == "status" and self.status is not None:
+            # Only the asker sees it (a slash command's direct response is ephemeral).
+            health = self.status()
+            ack(text=status_text(health), blocks=status_blocks(health))
+            return
         ack()
         user = command.get("user_id", "")
         posted = self.client.chat_postMessage(channel=command["channel_id"], text=f"<@{user}> asked: {escape(text)}")
         self._enqueue(Question(command["channel_id"], str(posted["ts"]), text, user))
+
+    def _on_home(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
+        ack()
+        if event.get("tab", "home") != "home" or self.status is None:
+            return
+        blocks = status_blocks(self.status())
+        self.client.views_publish(user_id=event["user"], view={"type": "home", "blocks": blocks})
 
     def _on_feedback(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()

@@ -23,6 +23,16 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path("./.footnote"), description="Index, manifest and model cache.")
     docs_dir: Path = Field(Path("./examples/docs"), description="The shared-drive folder to index.")
     docs_url: str | None = Field(None, description="Base URL of the drive; links become URL + path + locator.")
+    ignore: str = Field(
+        "", description="Comma-separated globs (relative paths) the sync skips, e.g. 'archive/*,*.bak'."
+    )
+    chroma_url: str | None = Field(None, description="Chroma server (e.g. http://chroma:8000) instead of on-disk.")
+
+    # Keeping the index true to the folder.
+    sync_minutes: float = Field(15.0, ge=0, description="Re-sync interval in `footnote serve`; 0 = only at start.")
+    sync_cron: str | None = Field(
+        None, description="Crontab expression (e.g. '*/10 7-19 * * 1-5'); wins over the interval."
+    )
 
     # Chunking (the seed's strategy E).
     chunk_size: int = Field(512, ge=64, le=8192, description="Chunk target size in characters.")
@@ -60,6 +70,9 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("SLACK_APP_TOKEN", "FOOTNOTE_SLACK_APP_TOKEN")
     )
     slack_api_url: str | None = Field(None, description="Override of the Slack Web API base URL (tests, proxies).")
+
+    def ignore_globs(self) -> tuple[str, ...]:
+        return tuple(g.strip() for g in self.ignore.split(",") if g.strip())
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -15,8 +15,8 @@ import fnmatch
 import hashlib
 import os
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +40,11 @@ class SyncReport:
     indexed: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)  # old path -> new path
     failed: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
-    chunks_embedded: int = 0
+    chunks_embedded: int = 0  # texts actually sent to the model (reused vectors are not)
+    chunks_reused: int = 0
     seconds: float = 0.0
 
 
@@ -96,16 +98,39 @@ class Indexer:
             ex.version,
         )
 
-    def sync(self, *, progress: bool = False) -> SyncReport:
+    def expected_stamps(self, path: str) -> Stamps | None:
+        ex = extractor_for(path)
+        return self.stamps(ex) if ex else None
+
+    def mark_stale(self) -> list[str]:
+        """Documents built with another model, pipeline or extractor become ``stale``.
+
+        They stay searchable from their old vectors while those are of the current
+        embedding model (the snapshot checks), and the next sync rebuilds them.
+        """
+        marked = []
+        for rec in self.manifest.all().values():
+            want = self.expected_stamps(rec.path)
+            if rec.state == INDEXED and rec.stamps != want:
+                self.manifest.put(replace(rec, state=STALE, reason=_stamp_change(rec.stamps, want)))
+                marked.append(rec.path)
+        return marked
+
+    def sync(self, *, progress: bool = False, only: Collection[str] | None = None) -> SyncReport:
+        """Bring the store and manifest in line with the folder (or, with ``only``, those paths)."""
         if not self.docs_dir.is_dir():
             raise StoreError(f"docs folder not found: {self.docs_dir}")
         t0 = time.perf_counter()
         report = SyncReport()
         self._drop_orphans()
+        self.mark_stale()
         known = self.manifest.all()
         seen: set[str] = set()
         todo: list[tuple[SourceFile, Extractor, bytes, str]] = []
         for src in walk(self.docs_dir, self.ignore):
+            if only is not None and src.rel not in only:
+                seen.add(src.rel)
+                continue
             ex = extractor_for(src.rel)
             if ex is None:
                 report.skipped[src.rel] = "unsupported file type"
@@ -117,20 +142,26 @@ class Indexer:
                 continue
             digest = hashlib.sha256(data).hexdigest()
             rec = known.get(src.rel)
-            if rec and rec.state == INDEXED and rec.content_hash == digest and rec.stamps == self.stamps(ex):
+            if rec and rec.state == INDEXED and rec.content_hash == digest:
                 report.unchanged += 1
                 continue
             todo.append((src, ex, data, digest))
-        gone = sorted(set(known) - seen)
+        gone = sorted(p for p in set(known) - seen if only is None or p in only)
+        # A gone file whose exact bytes reappear under a new path was renamed: its
+        # vectors move with it instead of being computed again.
+        moved_from = {known[p].content_hash: p for p in gone if known[p].state in (INDEXED, STALE)}
+        bar = tqdm(todo, desc="Indexing", unit="doc", disable=not progress or not todo)
+        for src, ex, data, digest in bar:
+            bar.set_postfix_str(src.rel[-40:], refresh=False)
+            old = moved_from.get(digest)
+            if old is not None:
+                report.renamed[old] = src.rel
+            self._index_one(src, ex, data, digest, report, reuse=[src.rel, *([old] if old else [])])
         if gone:
             self.store.delete_paths(gone)
             for p in gone:
                 self.manifest.delete(p)
-            report.removed = gone
-        bar = tqdm(todo, desc="Indexing", unit="doc", disable=not progress or not todo)
-        for src, ex, data, digest in bar:
-            bar.set_postfix_str(src.rel[-40:], refresh=False)
-            self._index_one(src, ex, data, digest, report)
+            report.removed = [p for p in gone if p not in report.renamed]
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -143,7 +174,9 @@ class Indexer:
         except OSError as exc:
             return None, f"cannot read the file: {exc.strerror or exc}"
 
-    def _index_one(self, src: SourceFile, ex: Extractor, data: bytes, digest: str, report: SyncReport) -> None:
+    def _index_one(
+        self, src: SourceFile, ex: Extractor, data: bytes, digest: str, report: SyncReport, reuse: Sequence[str]
+    ) -> None:
         try:
             doc = ex.extract(src.rel, data)
         except ExtractionError as exc:
@@ -156,9 +189,14 @@ class Indexer:
         if not chunks:
             self._fail(src.rel, digest, "no indexable text after extraction", report, size=len(data))
             return
-        vectors = self.embedder.embed([c.text for c in chunks])
+        stamps = self.stamps(ex)
+        # A vector depends only on the model and the text, so any stored document of
+        # the same model can lend its vectors, even one built by another pipeline.
+        usable = [p for p in reuse if (r := self.manifest.get(p)) and r.chunks > 0 and _same_model(r.stamps, stamps)]
+        chunk_cache, sentence_cache = self.store.vectors_for(usable)
+        vectors, fresh = self._embed(chunk_cache, [c.text for c in chunks])
         sent_texts = [sentences(c.content) for c in chunks]
-        flat = self.embedder.embed([s for group in sent_texts for s in group])
+        flat, _ = self._embed(sentence_cache, [s for group in sent_texts for s in group])
         per_chunk: list[np.ndarray] = []
         pos = 0
         for group in sent_texts:
@@ -166,26 +204,29 @@ class Indexer:
             pos += len(group)
         self._mark_stale(src.rel, digest, "indexing did not finish")
         self.store.delete_paths([src.rel])
-        self.store.add(chunks, vectors, per_chunk)
+        self.store.add(chunks, vectors, sent_texts, per_chunk)
         stored = len(self.store.chunk_ids(src.rel))
-        self.manifest.put(DocRecord(src.rel, digest, INDEXED, None, stored, self.stamps(ex), len(data), doc.title))
+        self.manifest.put(DocRecord(src.rel, digest, INDEXED, None, stored, stamps, len(data), doc.title))
         report.indexed.append(src.rel)
-        report.chunks_embedded += len(chunks)
+        report.chunks_embedded += fresh
+        report.chunks_reused += len(chunks) - fresh
+
+    def _embed(self, cache: dict[str, np.ndarray], texts: list[str]) -> tuple[np.ndarray, int]:
+        """Vectors for ``texts``, embedding only those the cache does not hold."""
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            cache.update(zip(missing, self.embedder.embed(missing), strict=True))
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), np.float32), 0
+        return np.stack([cache[t] for t in texts]).astype(np.float32), len(missing)
 
     def _mark_stale(self, rel: str, digest: str, reason: str) -> None:
+        """Before a document's chunks are touched: ``chunks = -1`` says the store may hold a partial write."""
         old = self.manifest.get(rel)
         self.manifest.put(
-            DocRecord(
-                rel,
-                digest,
-                STALE,
-                reason,
-                old.chunks if old else 0,
-                old.stamps if old else None,
-                old.size if old else 0,
-                old.title if old else "",
-            )
-        )
+            DocRecord(rel, digest, STALE, reason, -1, old.stamps if old else None, old.size if old else 0,
+                      old.title if old else "")
+        )  # fmt: skip
 
     def _fail(self, rel: str, digest: str, reason: str, report: SyncReport, size: int = 0) -> None:
         """A failed document stays out of search: its old chunks go too."""
@@ -194,11 +235,36 @@ class Indexer:
         report.failed[rel] = reason
 
     def _drop_orphans(self) -> None:
-        """Remove store entries the manifest does not own as indexed (left by a crash)."""
+        """Make the store and the manifest agree again after a crash.
+
+        Store entries of documents the manifest does not know, has failed, or was
+        writing when the process died are removed; a document whose stored count
+        differs from its record is rebuilt.
+        """
         known = self.manifest.all()
         stored = self.store.count_by_path()
-        orphans = [p for p in stored if p not in known or known[p].state != INDEXED]
-        self.store.delete_paths(orphans)
+        doomed = []
+        for p, n in stored.items():
+            rec = known.get(p)
+            if rec is None or rec.state == FAILED or rec.chunks != n:
+                doomed.append(p)
+        self.store.delete_paths(doomed)
         for p, rec in known.items():
-            if rec.state == INDEXED and stored.get(p, 0) != rec.chunks:
-                self._mark_stale(p, "", "store and manifest disagreed; rebuilding")
+            if rec.state != FAILED and stored.get(p, 0) != rec.chunks and rec.chunks != 0:
+                reason = "indexing did not finish" if rec.chunks < 0 else "store and manifest disagreed; rebuilding"
+                self.manifest.put(replace(rec, state=STALE, reason=reason, chunks=0))
+
+
+def _same_model(a: Stamps | None, b: Stamps) -> bool:
+    return a is not None and (a.embedding_model, a.dimension) == (b.embedding_model, b.dimension)
+
+
+def _stamp_change(old: Stamps | None, new: Stamps | None) -> str:
+    if old is None or new is None:
+        return "no extractor handles this file any more" if new is None else "built without stamps"
+    diffs = [
+        f"{name} {getattr(old, name)} → {getattr(new, name)}"
+        for name in ("embedding_model", "dimension", "pipeline", "extractor", "extractor_version")
+        if getattr(old, name) != getattr(new, name)
+    ]
+    return "rebuild needed: " + ", ".join(diffs)

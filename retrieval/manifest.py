@@ -49,7 +49,7 @@ class DocRecord:
             "path": self.path,
             "state": self.state,
             "reason": self.reason,
-            "chunks": self.chunks,
+            "chunks": max(self.chunks, 0),
             "stamps": asdict(self.stamps) if self.stamps else None,
             "title": self.title,
             "hash": self.content_hash,
@@ -128,7 +128,7 @@ class Manifest:
             INDEXED: counts.get(INDEXED, 0),
             FAILED: counts.get(FAILED, 0),
             STALE: counts.get(STALE, 0),
-            "chunks": sum(r.chunks for r in recs if r.state == INDEXED),
+            "chunks": sum(r.chunks for r in recs if r.state in (INDEXED, STALE) and r.chunks > 0),
         }
 
 

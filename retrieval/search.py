@@ -102,6 +102,10 @@ class Searcher:
         self.reranker = reranker
         self.store = store
 
+    def detached(self) -> Searcher:
+        """The same snapshot without the store: consistent while a sync rewrites the store."""
+        return Searcher(self.snapshot, self.embedder, self.cfg, self.reranker, None)
+
     def search(self, query: str, k: int = 20, context: Sequence[str] = ()) -> SearchResult:
         """Rank chunks for ``query``; ``context`` (earlier questions in a thread) widens the query."""
         snap = self.snapshot

@@ -97,8 +97,14 @@ class ChromaStore:
             where = url or path
             raise StoreError(f"cannot open the vector store at {where}: {exc}") from exc
 
-    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, sentence_vectors: Sequence[np.ndarray]) -> None:
-        """Add chunks with their vector and their sentences' vectors (one array per chunk)."""
+    def add(
+        self,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        sentences: Sequence[Sequence[str]],
+        sentence_vectors: Sequence[np.ndarray],
+    ) -> None:
+        """Add chunks with their vector, and each chunk's sentences with theirs."""
         for lo in range(0, len(chunks), self._batch):
             part = chunks[lo : lo + self._batch]
             self._chunks.add(
@@ -108,19 +114,39 @@ class ChromaStore:
                 metadatas=[_chunk_meta(c) for c in part],
             )
         s_ids: list[str] = []
+        s_docs: list[str] = []
         s_vecs: list[np.ndarray] = []
         s_meta: list[dict[str, Any]] = []
-        for c, sv in zip(chunks, sentence_vectors, strict=True):
-            for i, v in enumerate(sv):
+        for c, texts, sv in zip(chunks, sentences, sentence_vectors, strict=True):
+            for i, (text, v) in enumerate(zip(texts, sv, strict=True)):
                 s_ids.append(f"{c.id}:s{i}")
+                s_docs.append(text)
                 s_vecs.append(v)
                 s_meta.append({"chunk_id": c.id, "path": c.path})
         for lo in range(0, len(s_ids), self._batch):
             self._sentences.add(
                 ids=s_ids[lo : lo + self._batch],
                 embeddings=np.asarray(s_vecs[lo : lo + self._batch], dtype=np.float32),
+                documents=s_docs[lo : lo + self._batch],
                 metadatas=s_meta[lo : lo + self._batch],  # type: ignore[arg-type]
             )
+
+    def vectors_for(self, paths: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Stored vectors of these documents keyed by the text they embed (chunk ``text``, sentence).
+
+        The indexer reuses them for unchanged text: a rename or a one-paragraph edit
+        re-embeds nothing (or only what changed).
+        """
+        if not paths:
+            return {}, {}
+        where = {"path": {"$in": list(paths)}}
+        got = self._chunks.get(where=where, include=["embeddings", "metadatas"])  # type: ignore[arg-type]
+        vecs = _matrix(got["embeddings"])
+        chunks = {str(m["text"]): vecs[i] for i, m in enumerate(got["metadatas"] or [])}
+        sg = self._sentences.get(where=where, include=["embeddings", "documents"])  # type: ignore[arg-type]
+        svecs = _matrix(sg["embeddings"])
+        sents = {d: svecs[i] for i, d in enumerate(sg["documents"] or []) if d}
+        return chunks, sents
 
     def delete_paths(self, paths: Sequence[str]) -> None:
         if not paths:

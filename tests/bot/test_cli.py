@@ -75,3 +75,31 @@ def test_feedback_lists_clicks(env: tuple[Path, Path]) -> None:
     (data / "feedback.jsonl").write_text(json.dumps({"vote": "down", "user": "U9", "question": "Where is X?"}) + "\n")
     res = CliRunner().invoke(main, ["feedback"])
     assert "👎 U9: Where is X?" in res.output
+
+
+def test_retry_reindexes_a_fixed_file_now(env: tuple[Path, Path]) -> None:
+    docs, _ = env
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    (docs / "empty.md").write_text("# Parking\n\nBikes go in the basement.\n")
+    res = runner.invoke(main, ["retry"])
+    assert res.exit_code == 0, res.output
+    assert "indexed  empty.md" in res.output
+    assert runner.invoke(main, ["retry"]).output.startswith("Nothing to retry")
+    res = runner.invoke(main, ["retry", "nope.md"])
+    assert res.exit_code != 0 and "not in the docs folder" in res.output
+
+
+def test_status_shows_documents_stale_after_a_chunker_change(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    monkeypatch.setenv("FOOTNOTE_CHUNK_SIZE", "300")
+    res = runner.invoke(main, ["status", "--json"])
+    data = json.loads(res.output)
+    states = {d["path"]: (d["state"], d["reason"] or "") for d in data["documents"]}
+    assert states["on-call.md"][0] == "stale" and "t512:o0:h1:b1:w256 → p1:chunk-v1:t300" in states["on-call.md"][1]
+    assert data["totals"]["stale"] == 3
+    res = runner.invoke(main, ["index", "--quiet"])
+    assert "3 indexed" in res.output and "0 stale" in res.output

@@ -42,3 +42,26 @@ def test_refusal_is_clearly_not_an_answer() -> None:
     blob = json.dumps(slack_blocks(a, feedback_id="f1"))
     assert "couldn't find this in the docs" in blob and "not an answer" in blob and "On-call Handbook" in blob
     assert "feedback_up" not in blob
+
+
+def test_status_text_lists_counts_reasons_and_sync_times() -> None:
+    from datetime import UTC, datetime
+
+    from bot.health import Health
+    from bot.render import status_blocks, status_text
+
+    h = Health(
+        indexed=12,
+        failed={"scan.pdf": "no text layer; OCR not enabled", "<!channel>.md": "binary"},
+        stale={"a.md": "rebuild needed: pipeline p1 → p2"},
+        chunks=340,
+        last_sync_at=0.0,
+        last_sync_seconds=1.25,
+        next_sync=datetime(2026, 12, 1, 9, 15, tzinfo=UTC),
+    )
+    text = status_text(h)
+    assert "12 indexed · 2 failed · 1 stale · 340 chunks" in text
+    assert "Last sync: 1970-01-01 00:00 UTC, took 1.2s" in text and "Next sync: 2026-12-01 09:15 UTC" in text
+    assert "no text layer" in text and "&lt;!channel&gt;" in text and "<!channel>" not in text
+    assert status_blocks(h)[0]["type"] == "section"
+    assert not h.ok or h.last_sync_error is None

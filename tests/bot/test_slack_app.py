@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bot.health import index_health
 from bot.http_server import make_server, serve_in_thread
 from bot.slack_app import SlackBot
 from retrieval.answer import AnswerService
@@ -51,7 +52,7 @@ class Harness:
     def __init__(self, engine: Engine, model: LanguageModel, data: Path) -> None:
         self.slack = FakeSlack()
         svc = AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=DEV_DOCS)
-        self.bot = SlackBot(svc, "xoxb-test", SECRET, data, api_url=self.slack.url)
+        self.bot = SlackBot(svc, "xoxb-test", SECRET, data, api_url=self.slack.url, status=lambda: index_health(engine))
         self.server = make_server(self.bot.app, "127.0.0.1", 0, lambda: {"ok": True})
         serve_in_thread(self.server)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/slack/events"
@@ -60,15 +61,20 @@ class Harness:
     def post(
         self, body: str, ctype: str, headers: dict[str, str] | None = None, secret: str = SECRET, age: int = 0
     ) -> int:
+        return self.exchange(body, ctype, headers, secret, age)[0]
+
+    def exchange(
+        self, body: str, ctype: str, headers: dict[str, str] | None = None, secret: str = SECRET, age: int = 0
+    ) -> tuple[int, str]:
         ts = str(int(time.time()) - age)
         sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
         h = {"Content-Type": ctype, "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig, **(headers or {})}
         req = urllib.request.Request(self.url, data=body.encode(), headers=h, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status
+                return resp.status, resp.read().decode()
         except urllib.error.HTTPError as e:
-            return e.code
+            return e.code, ""
 
     def event(
         self, event: dict[str, Any], event_id: str | None = None, headers: dict[str, str] | None = None, **kw: Any
@@ -93,6 +99,9 @@ class Harness:
         return self.event(ev, **kw)
 
     def command(self, text: str) -> int:
+        return self.command_exchange(text)[0]
+
+    def command_exchange(self, text: str) -> tuple[int, str]:
         form = {
             "command": "/ask",
             "text": text,
@@ -102,7 +111,7 @@ class Harness:
             "trigger_id": "tr1",
             "response_url": "http://127.0.0.1:9/r",
         }
-        return self.post(urllib.parse.urlencode(form), "application/x-www-form-urlencoded")
+        return self.exchange(urllib.parse.urlencode(form), "application/x-www-form-urlencoded")
 
     def finals(self, expect: int | None = None) -> list[dict[str, Any]]:
         """Every final reply; with ``expect``, wait until that many have arrived."""
@@ -293,3 +302,26 @@ def test_real_model_answer_through_slack(harness_factory: Any, real_model: Langu
     body = _text_of(final)
     assert "couldn't find" not in body and "Something went wrong" not in body
     assert "#char=" in body
+
+
+def test_ask_status_is_an_ephemeral_index_report_read_from_the_index(harness_factory: Any, dev_engine: Engine) -> None:
+    h = harness_factory(Scripted())
+    status, body = h.command_exchange("status")
+    assert status == 200
+    reply = json.loads(body)
+    indexed = len(dev_engine.manifest.all())
+    assert f"{indexed} indexed · 0 failed · 0 stale" in reply["text"]
+    assert reply.get("response_type", "ephemeral") == "ephemeral"
+    assert h.slack.of("chat.postMessage") == []  # nothing posted to the channel, no model call
+
+
+def test_app_home_shows_index_health(harness_factory: Any, dev_engine: Engine) -> None:
+    h = harness_factory(Scripted())
+    assert h.event({"type": "app_home_opened", "user": "U7", "channel": "D7", "tab": "home", "event_ts": "1.2"}) == 200
+    deadline = time.time() + 10
+    while not h.slack.of("views.publish") and time.time() < deadline:
+        time.sleep(0.02)
+    (published,) = h.slack.of("views.publish")
+    view = published["view"] if isinstance(published["view"], dict) else json.loads(published["view"])
+    assert published["user_id"] == "U7" and view["type"] == "home"
+    assert f"{dev_engine.manifest.totals()['chunks']} chunks" in json.dumps(view["blocks"])

@@ -1,0 +1,62 @@
+"""The sync schedule inside ``footnote serve`` (APScheduler, in a background thread).
+
+One job, never overlapping itself (``max_instances=1``); a run missed while the
+previous one was still going is folded into the next (``coalesce``). The engine's
+own lock also keeps a scheduled sync and a `footnote retry` from overlapping.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from retrieval.errors import ConfigError
+
+log = logging.getLogger("footnote.sync")
+JOB_ID = "footnote-sync"
+
+
+def make_trigger(minutes: float, cron: str | None) -> CronTrigger | IntervalTrigger | None:
+    """A crontab expression wins over the interval; neither (interval 0) means no schedule."""
+    if cron:
+        try:
+            return CronTrigger.from_crontab(cron)
+        except ValueError as exc:
+            raise ConfigError(f"FOOTNOTE_SYNC_CRON {cron!r} is not a crontab expression: {exc}") from exc
+    if minutes > 0:
+        return IntervalTrigger(seconds=minutes * 60)
+    return None
+
+
+class SyncSchedule:
+    def __init__(self, sync: Callable[[], object], minutes: float, cron: str | None) -> None:
+        self._trigger = make_trigger(minutes, cron)
+        self._scheduler = BackgroundScheduler(daemon=True)
+        self._sync = sync
+
+    def start(self) -> None:
+        if self._trigger is None:
+            return
+        self._scheduler.add_job(
+            self._run, self._trigger, id=JOB_ID, max_instances=1, coalesce=True, misfire_grace_time=300
+        )
+        self._scheduler.start()
+
+    def _run(self) -> None:
+        try:
+            self._sync()
+        except Exception:  # a failed sync is logged and shown in status; the schedule goes on
+            log.exception("scheduled sync failed")
+
+    def next_run(self) -> datetime | None:
+        job = self._scheduler.get_job(JOB_ID) if self._scheduler.running else None
+        return job.next_run_time if job else None
+
+    def shutdown(self) -> None:
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
