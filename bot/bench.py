@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import resource
+import shutil
 import statistics
 import tempfile
 import time
@@ -54,8 +55,18 @@ def _stage_lines(samples: dict[str, list[float]], names: Sequence[str]) -> list[
 
 
 def bench(
-    settings: Settings, docs_dir: Path, questions: Sequence[str], answers: int, synthetic: int, echo: Echo
+    settings: Settings,
+    docs_dir: Path,
+    questions: Sequence[str],
+    answers: int,
+    synthetic: int,
+    echo: Echo,
+    generated: int = 0,
 ) -> None:
+    echo("Sync (on a temporary copy of the folder):")
+    for line in _sync_figures(settings, docs_dir, generated):
+        echo(line)
+    echo("")
     with tempfile.TemporaryDirectory(prefix="footnote-bench-") as tmp:
         rt = Runtime(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
         t = time.perf_counter()
@@ -83,6 +94,46 @@ def bench(
         echo(f"\nSynthetic index of {synthetic:,} chunks (generated text, random unit vectors):")
         for line in _synthetic(rt, synthetic):
             echo(line)
+
+
+def _sync_figures(settings: Settings, docs_dir: Path, generated: int) -> list[str]:
+    """No-change sync, one edited file, one renamed file, and optionally N generated documents."""
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="footnote-bench-sync-") as tmp:
+        docs = Path(tmp) / "docs"
+        shutil.copytree(docs_dir, docs)
+        rt = Runtime(settings.model_copy(update={"docs_dir": docs, "data_dir": Path(tmp) / "data"}))
+        rt.engine.sync()
+        lines.append(f"  no-change sync         {rt.engine.sync().seconds:.2f} s")
+        files = sorted(p for p in docs.rglob("*") if p.is_file() and not p.name.startswith("."))
+        if files:
+            files[0].write_text(files[0].read_text(errors="replace") + "\n\nA paragraph added by the benchmark.\n")
+            r = rt.engine.sync()
+            lines.append(
+                f"  one-file edit          {r.seconds:.2f} s ({r.chunks_embedded} embedded, {r.chunks_reused} reused)"
+            )
+            files[0].rename(files[0].with_name("renamed-" + files[0].name))
+            r = rt.engine.sync()
+            lines.append(f"  one-file rename        {r.seconds:.2f} s ({r.chunks_embedded} embedded)")
+        if generated:
+            gen = docs / "generated"
+            gen.mkdir()
+            rng = random.Random(11)
+            topics = ["billing", "refunds", "vpn", "laptops", "onboarding", "holidays", "incidents", "expenses"]
+            for i in range(generated):
+                t = rng.choice(topics)
+                paras = [
+                    f"Rule {j} for {t} team {i}: requests tagged {t}-{i}-{j} are handled within {rng.randint(1, 9)} days."
+                    for j in range(4)
+                ]
+                (gen / f"doc-{i:05}.md").write_text(f"# {t.title()} {i}\n\n## Rules\n\n" + "\n\n".join(paras) + "\n")
+            r = rt.engine.sync()
+            rate = r.chunks_embedded / r.seconds if r.seconds else 0.0
+            lines.append(
+                f"  {generated} generated docs  {r.seconds:.1f} s ({r.chunks_embedded} chunks, {rate:.0f} chunks/s)"
+            )
+            lines.append(f"  no-change sync after   {rt.engine.sync().seconds:.2f} s ({len(files) + generated} docs)")
+    return lines
 
 
 def _questions_from(chunks: Sequence[Chunk], n: int = 20) -> list[str]:

@@ -169,6 +169,7 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
 
     Shows whether the gate would let the question through to an answer.
     """
+    from retrieval.citations import locator_for
     from retrieval.gate import decide
 
     rt = Runtime(settings)
@@ -179,6 +180,8 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
         rows = [
             {
                 "rank": i + 1,
+                "locator": locator_for(h)[0],
+                "label": locator_for(h)[1],
                 "path": h.chunk.path,
                 "doc": h.chunk.doc_title,
                 "section": h.chunk.section,
@@ -200,7 +203,7 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
         for r in rows:
             snippet = " ".join(r["content"].split())[:100]
             click.echo(
-                f"{r['rank']:3}. {r['score']:.3f} d={r['distance']:.3f}  {r['doc']} > {r['section']}  #char={r['from']},{r['to']}"
+                f"{r['rank']:3}. {r['score']:.3f} d={r['distance']:.3f}  {r['doc']} > {r['section']}  {r['locator']}"
             )
             click.echo(f"       {snippet}")
 
@@ -336,9 +339,12 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
 @click.option(
     "--synthetic", default=100_000, show_default=True, help="Chunks in the synthetic growth index (0 = skip)."
 )
+@click.option("--generated", default=0, show_default=True, help="Also time a sync of this many generated documents.")
 @click.pass_obj
 @_friendly
-def bench(settings: Settings, docs_dir: Path | None, questions: Path | None, answers: int, synthetic: int) -> None:
+def bench(
+    settings: Settings, docs_dir: Path | None, questions: Path | None, answers: int, synthetic: int, generated: int
+) -> None:
     """Print throughput, per-stage latency (p50/p95), answer time and peak memory.
 
     Indexes DOCS into a temporary directory (the live index is not touched), times
@@ -348,7 +354,7 @@ def bench(settings: Settings, docs_dir: Path | None, questions: Path | None, ans
     from bot.bench import bench as run_bench
 
     qs = [q.question for q in _read_questions(questions, needs_needle=False)] if questions else []
-    run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo)
+    run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated)
 
 
 @main.command()

@@ -1,7 +1,8 @@
 """HTTP mode: a small threaded server that hands Slack's requests to the Bolt app.
 
 ``POST /slack/events`` goes to Bolt unchanged (Bolt checks the signature and
-answers 401 on a bad or stale one); ``GET /healthz`` says whether the index is loaded.
+answers 401 on a bad or stale one); ``GET /healthz`` says whether the index is loaded;
+``GET /view/<path>`` is the citation viewer.
 """
 
 from __future__ import annotations
@@ -10,14 +11,19 @@ import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from slack_bolt import App, BoltRequest
 
 MAX_BODY = 1_000_000  # Slack payloads are small; anything bigger is not from Slack
 
 
-def make_server(app: App, host: str, port: int, health: Callable[[], dict[str, object]]) -> ThreadingHTTPServer:
+View = Callable[[str, dict[str, str]], tuple[int, str]]
+
+
+def make_server(
+    app: App, host: str, port: int, health: Callable[[], dict[str, object]], view: View | None = None
+) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         server_version = "Footnote"
 
@@ -41,7 +47,13 @@ def make_server(app: App, host: str, port: int, health: Callable[[], dict[str, o
             self._send(resp.status, ctype, data)
 
         def do_GET(self) -> None:
-            if urlsplit(self.path).path == "/healthz":
+            url = urlsplit(self.path)
+            if view is not None and url.path.startswith("/view/"):
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                status, page = view(url.path.removeprefix("/view/"), query)
+                self._send(status, "text/html; charset=utf-8", page.encode())
+                return
+            if url.path == "/healthz":
                 info = health()
                 self._send(200 if info.get("ok") else 503, "application/json", json.dumps(info).encode())
                 return

@@ -20,7 +20,8 @@ QUOTE_CHARS = 280
 
 
 def _label(c: Citation) -> str:
-    return f"{c.doc} — {c.section}" if c.section else c.doc
+    name = f"{c.doc} — {c.section}" if c.section else c.doc
+    return name if c.label in (c.section, c.doc) else f"{name} ({c.label})"
 
 
 def answer_json(a: Answer) -> dict[str, Any]:
@@ -41,6 +42,7 @@ def answer_json(a: Answer) -> dict[str, Any]:
                 "url": c.url,
                 "locator": c.locator,
                 "label": c.label,
+                **c.where,
                 "distance": round(c.distance, 4),
             }
             for c in a.citations

@@ -47,6 +47,7 @@ class Runtime:
             max_file_bytes=int(s.max_file_mb * 1_000_000),
             chroma_url=s.chroma_url,
             ignore=s.ignore_globs(),
+            extract_timeout_s=s.extract_timeout_s,
         )
         return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence))
 
@@ -74,4 +75,5 @@ class Runtime:
             max_tokens=s.llm_max_tokens,
             docs_url=s.docs_url,
             docs_dir=s.docs_dir,
+            viewer_url=s.public_url,
         )

@@ -9,6 +9,7 @@ from bot.http_server import make_server
 from bot.runtime import Runtime
 from bot.scheduler import SyncSchedule
 from bot.slack_app import SlackBot
+from bot.viewer import render_view
 
 log = logging.getLogger("footnote")
 
@@ -60,7 +61,14 @@ def run(rt: Runtime, *, socket: bool, host: str, port: int) -> None:
             assert s.slack_app_token is not None
             SocketModeHandler(bot.app, s.slack_app_token.get_secret_value()).start()
             return
-        server = make_server(bot.app, host, port, lambda: health(rt, schedule).as_json())
+        docs, runner = s.docs_dir, rt.engine.indexer.runner
+        server = make_server(
+            bot.app,
+            host,
+            port,
+            lambda: health(rt, schedule).as_json(),
+            lambda path, query: render_view(docs, path, query, runner.extract),
+        )
         log.info("listening on http://%s:%d/slack/events", host, port)
         try:
             server.serve_forever()

@@ -23,6 +23,11 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path("./.footnote"), description="Index, manifest and model cache.")
     docs_dir: Path = Field(Path("./examples/docs"), description="The shared-drive folder to index.")
     docs_url: str | None = Field(None, description="Base URL of the drive; links become URL + path + locator.")
+    public_url: str | None = Field(
+        None,
+        description="Where `footnote serve` is reachable (e.g. https://footnote.example.com); links open its /view/ page.",
+    )
+    extract_timeout_s: float = Field(60.0, gt=0, description="Time limit for extracting one file (PDF, office).")
     ignore: str = Field(
         "", description="Comma-separated globs (relative paths) the sync skips, e.g. 'archive/*,*.bak'."
     )

@@ -84,6 +84,7 @@ class AnswerService:
         max_tokens: int = 256,
         docs_url: str | None = None,
         docs_dir: Path | None = None,
+        viewer_url: str | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -92,6 +93,7 @@ class AnswerService:
         self.max_tokens = max_tokens
         self.docs_url = docs_url
         self.docs_dir = docs_dir
+        self.viewer_url = viewer_url
 
     def answer(self, question: str, context: Sequence[str] = (), on_token: OnToken | None = None) -> Answer:
         t0 = time.perf_counter()
@@ -125,7 +127,7 @@ class AnswerService:
         timings["llm_prompt"] = ((first[0] if first else done) - t) * 1000
         timings["generation"] = (done - t) * 1000
         cleaned = clean_answer(strip_echoed_labels(raw, sources), len(sources))
-        all_cites = make_citations(sources, self.docs_url, self.docs_dir)
+        all_cites = make_citations(sources, self.docs_url, self.docs_dir, self.viewer_url)
         timings["total"] = (time.perf_counter() - t0) * 1000
         if not cleaned.cited and (says_not_found(cleaned.text) or not cleaned.text):
             return Answer(

@@ -13,10 +13,12 @@ character target but not the window is split further, never truncated.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from retrieval.types import Chunk, Document, Section
 
@@ -80,8 +82,23 @@ def _make_chunk(
         content=content,
         start=start,
         end=end,
-        meta={**sec.meta, "overlap_start": start - len(tail)},
+        meta=chunk_meta(doc, sec, start, end) | {"overlap_start": start - len(tail)},
     )
+
+
+def chunk_meta(doc: Document, sec: Section, start: int, end: int) -> dict[str, Any]:
+    """Locator facts for one chunk: the section's own (a page, a sheet, a slide), plus the
+    first and last *marks* it covers (spreadsheet rows, caption cues), found by position."""
+    meta = {k: v for k, v in sec.meta.items() if k != "marks"}
+    if doc.locator != "char":
+        meta["locator"] = doc.locator
+    marks = sec.meta.get("marks")
+    if marks:
+        offsets = [m[0] for m in marks]
+        first = max(0, bisect.bisect_right(offsets, start) - 1)
+        last = max(first, bisect.bisect_left(offsets, end) - 1)
+        meta["mark_first"], meta["mark_last"] = marks[first][1], marks[last][1]
+    return meta
 
 
 class _SpanSplitter:

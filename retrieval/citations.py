@@ -7,8 +7,9 @@ Slack control sequences and mentions, and citation numbers that were not sources
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote
 
 from retrieval.types import Hit
@@ -41,6 +42,7 @@ class Citation:
     locator: str
     label: str
     distance: float
+    where: dict[str, Any] = field(default_factory=dict)  # page / sheet+range / start+end / slide
 
 
 @dataclass(frozen=True)
@@ -50,41 +52,74 @@ class Cleaned:
     dropped: int  # citation numbers removed because they were not sources
 
 
-def locator_for(hit: Hit) -> tuple[str, str]:
-    """(URL fragment, human label) for where the quote sits in its document."""
+MEDIA = (".mp4", ".m4v", ".mov", ".webm", ".mkv", ".mp3", ".m4a", ".wav", ".ogg", ".opus")
+
+
+def _secs(x: float) -> str:
+    return f"{x:.3f}".rstrip("0").rstrip(".")
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02}:{s % 60:02}" if s >= 3600 else f"{s // 60}:{s % 60:02}"
+
+
+def locator_for(hit: Hit) -> tuple[str, str, dict[str, Any]]:
+    """(URL fragment, human label, structured place) for where the quote sits in its document."""
     c = hit.chunk
-    label = f"{c.section}" if c.section else c.doc_title
-    return f"#char={c.start},{c.end}", label
+    m = c.meta
+    kind = m.get("locator", "char")
+    if kind == "page":
+        return f"#page={m['page']}", f"p. {m['page']}", {"page": m["page"]}
+    if kind == "slide":
+        return f"#slide={m['slide']}", f"slide {m['slide']}", {"slide": m["slide"]}
+    if kind == "sheet" and "mark_first" in m:
+        rng = f"A{m['mark_first']}:{m.get('last_col', 'A')}{m['mark_last']}"
+        return f"#sheet={quote(m['sheet'])}&range={rng}", f"{m['sheet']}!{rng}", {"sheet": m["sheet"], "range": rng}
+    if kind == "t" and "mark_first" in m:
+        start, end = float(m["mark_first"][0]), float(m["mark_last"][1])
+        return f"#t={_secs(start)},{_secs(end)}", f"{_clock(start)}–{_clock(end)}", {"start": start, "end": end}
+    return f"#char={c.start},{c.end}", c.section or c.doc_title, {}
 
 
-def link_for(path: str, locator: str, docs_url: str | None, docs_dir: Path | None) -> str:
-    """The drive's own URL when configured, else a file:// URI; the locator always follows."""
+def media_beside(path: str, docs_dir: Path | None) -> str:
+    """A transcript's recording: the media file with the same stem in the same folder, if any."""
+    if docs_dir is None:
+        return path
+    p = PurePosixPath(path)
+    for ext in MEDIA:
+        if (docs_dir / p.with_suffix(ext)).is_file():
+            return str(p.with_suffix(ext))
+    return path
+
+
+def link_for(
+    path: str, locator: str, docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None,
+    span: tuple[int, int] | None = None,
+) -> str:  # fmt: skip
+    """The drive's own URL when configured, else Footnote's viewer, else a file:// URI; the locator always follows."""
     rel = quote(path)
     if docs_url:
         return f"{docs_url.rstrip('/')}/{rel}{locator}"
+    if viewer_url:
+        query = f"?from={span[0]}&to={span[1]}" if span else ""
+        return f"{viewer_url.rstrip('/')}/view/{rel}{query}{locator}"
     base = (docs_dir or Path(".")).resolve()
     return f"{(base / path).as_uri()}{locator}"
 
 
-def make_citations(hits: list[Hit], docs_url: str | None, docs_dir: Path | None) -> list[Citation]:
+def make_citations(
+    hits: list[Hit], docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None
+) -> list[Citation]:
     out = []
     for i, h in enumerate(hits, start=1):
-        loc, label = locator_for(h)
+        loc, label, where = locator_for(h)
         c = h.chunk
+        # A transcript's time range opens the recording beside it (the viewer shows the text).
+        target = media_beside(c.path, docs_dir) if "start" in where and not viewer_url else c.path
+        url = link_for(target, loc, docs_url, docs_dir, viewer_url, (c.start, c.end))
         out.append(
-            Citation(
-                i,
-                c.path,
-                c.doc_title,
-                c.section,
-                c.start,
-                c.end,
-                c.content,
-                link_for(c.path, loc, docs_url, docs_dir),
-                loc,
-                label,
-                h.distance,
-            )
+            Citation(i, c.path, c.doc_title, c.section, c.start, c.end, c.content, url, loc, label, h.distance, where)
         )
     return out
 

@@ -18,6 +18,7 @@ from retrieval.embed import Embedder
 from retrieval.indexer import Indexer, SyncReport
 from retrieval.manifest import INDEXED, STALE, Manifest
 from retrieval.rerank import Reranker
+from retrieval.sandbox import ExtractionRunner
 from retrieval.search import SearchConfig, Searcher, Snapshot
 from retrieval.store import ChromaStore
 
@@ -31,6 +32,7 @@ class EngineConfig:
     max_file_bytes: int = 50_000_000
     chroma_url: str | None = None
     ignore: tuple[str, ...] = ()
+    extract_timeout_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,14 @@ class Engine:
         self.manifest = Manifest(cfg.data_dir / "manifest.sqlite3")
         self.store = ChromaStore(cfg.data_dir / "chroma", url=cfg.chroma_url)
         self.indexer = Indexer(
-            cfg.docs_dir, self.store, self.manifest, embedder, cfg.chunker, cfg.max_file_bytes, cfg.ignore
+            cfg.docs_dir,
+            self.store,
+            self.manifest,
+            embedder,
+            cfg.chunker,
+            cfg.max_file_bytes,
+            cfg.ignore,
+            ExtractionRunner(cfg.extract_timeout_s),
         )
         self._sync_lock = threading.Lock()
         self._searcher: Searcher | None = None

@@ -22,6 +22,7 @@ class Extractor(Protocol):
     name: str
     version: str
     suffixes: tuple[str, ...]
+    isolated: bool  # parsed in a worker process with time and memory limits
 
     def extract(self, rel_path: str, data: bytes) -> Document: ...
 
@@ -119,6 +120,7 @@ class MarkdownExtractor:
     name: str = "markdown"
     version: str = "1"
     suffixes: tuple[str, ...] = (".md", ".markdown", ".txt")
+    isolated: bool = False
 
     def extract(self, rel_path: str, data: bytes) -> Document:
         text = canonical(decode_text(data))
@@ -128,7 +130,28 @@ class MarkdownExtractor:
         return Document(rel_path, title, text, sections, self.name, self.version)
 
 
-EXTRACTORS: tuple[Extractor, ...] = (MarkdownExtractor(),)
+def _registry() -> tuple[Extractor, ...]:
+    # Imported here: the format modules import this one (decode_text).
+    from retrieval.formats.docx import DocxExtractor
+    from retrieval.formats.html import HtmlExtractor
+    from retrieval.formats.pdf import PdfExtractor
+    from retrieval.formats.sheet import CsvExtractor, XlsxExtractor
+    from retrieval.formats.slides import PptxExtractor
+    from retrieval.formats.transcript import TranscriptExtractor
+
+    return (
+        MarkdownExtractor(),
+        PdfExtractor(),
+        DocxExtractor(),
+        XlsxExtractor(),
+        CsvExtractor(),
+        PptxExtractor(),
+        HtmlExtractor(),
+        TranscriptExtractor(),
+    )
+
+
+EXTRACTORS: tuple[Extractor, ...] = _registry()
 
 
 def extractor_for(path: str | Path) -> Extractor | None:

@@ -27,9 +27,12 @@ from retrieval.embed import Embedder
 from retrieval.errors import ExtractionError, StoreError
 from retrieval.extract import Extractor, extractor_for
 from retrieval.manifest import FAILED, INDEXED, STALE, DocRecord, Manifest, Stamps
+from retrieval.sandbox import ExtractionRunner
 from retrieval.store import ChromaStore
+from retrieval.types import Chunk
 
 PIPELINE_VERSION = "p1"
+EMBED_BATCH_CHUNKS = 128
 TEMP_PATTERNS = ("~$*", ".~lock*", "*.tmp", "*.swp", "*~")
 
 
@@ -46,6 +49,20 @@ class SyncReport:
     chunks_embedded: int = 0  # texts actually sent to the model (reused vectors are not)
     chunks_reused: int = 0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A document extracted and chunked, waiting for its batch to be embedded."""
+
+    rel: str
+    digest: str
+    size: int
+    title: str
+    chunks: list[Chunk]
+    sentences: list[list[str]]
+    stamps: Stamps
+    reuse: list[str]  # stored documents whose vectors may be reused
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,7 @@ class Indexer:
         chunker: ChunkerConfig,
         max_file_bytes: int,
         ignore: Sequence[str] = (),
+        runner: ExtractionRunner | None = None,
     ) -> None:
         self.docs_dir = docs_dir
         self.store = store
@@ -88,6 +106,7 @@ class Indexer:
         self.chunker = chunker
         self.max_file_bytes = max_file_bytes
         self.ignore = tuple(ignore)
+        self.runner = runner or ExtractionRunner()
 
     def stamps(self, ex: Extractor) -> Stamps:
         return Stamps(
@@ -150,13 +169,23 @@ class Indexer:
         # A gone file whose exact bytes reappear under a new path was renamed: its
         # vectors move with it instead of being computed again.
         moved_from = {known[p].content_hash: p for p in gone if known[p].state in (INDEXED, STALE)}
-        bar = tqdm(todo, desc="Indexing", unit="doc", disable=not progress or not todo)
-        for src, ex, data, digest in bar:
-            bar.set_postfix_str(src.rel[-40:], refresh=False)
+        bar = tqdm(total=len(todo), desc="Indexing", unit="doc", disable=not progress or not todo)
+        batch: list[_Prepared] = []
+        for src, ex, data, digest in todo:
             old = moved_from.get(digest)
             if old is not None:
                 report.renamed[old] = src.rel
-            self._index_one(src, ex, data, digest, report, reuse=[src.rel, *([old] if old else [])])
+            prepared = self._prepare(src, ex, data, digest, report, reuse=[src.rel, *([old] if old else [])])
+            if prepared is None:
+                bar.update()
+                continue
+            batch.append(prepared)
+            # Many small documents are embedded together: one model call per batch, not per file.
+            if sum(len(p.chunks) for p in batch) >= EMBED_BATCH_CHUNKS:
+                self._write(batch, report, bar)
+                batch = []
+        self._write(batch, report, bar)
+        bar.close()
         if gone:
             self.store.delete_paths(gone)
             for p in gone:
@@ -174,42 +203,59 @@ class Indexer:
         except OSError as exc:
             return None, f"cannot read the file: {exc.strerror or exc}"
 
-    def _index_one(
+    def _prepare(
         self, src: SourceFile, ex: Extractor, data: bytes, digest: str, report: SyncReport, reuse: Sequence[str]
-    ) -> None:
+    ) -> _Prepared | None:
+        """Extract and chunk one file; a failure is recorded and gives None."""
         try:
-            doc = ex.extract(src.rel, data)
+            doc = self.runner.extract(ex, src.rel, data)
         except ExtractionError as exc:
             self._fail(src.rel, digest, str(exc), report, size=len(data))
-            return
+            return None
         except Exception as exc:  # a parser bug on one file must not stop the folder
             self._fail(src.rel, digest, f"extractor crashed: {type(exc).__name__}: {exc}", report, size=len(data))
-            return
+            return None
         chunks = chunk_document(doc, self.chunker, self.embedder.count_tokens)
         if not chunks:
             self._fail(src.rel, digest, "no indexable text after extraction", report, size=len(data))
-            return
+            return None
         stamps = self.stamps(ex)
         # A vector depends only on the model and the text, so any stored document of
         # the same model can lend its vectors, even one built by another pipeline.
         usable = [p for p in reuse if (r := self.manifest.get(p)) and r.chunks > 0 and _same_model(r.stamps, stamps)]
-        chunk_cache, sentence_cache = self.store.vectors_for(usable)
-        vectors, fresh = self._embed(chunk_cache, [c.text for c in chunks])
-        sent_texts = [sentences(c.content) for c in chunks]
-        flat, _ = self._embed(sentence_cache, [s for group in sent_texts for s in group])
-        per_chunk: list[np.ndarray] = []
-        pos = 0
-        for group in sent_texts:
-            per_chunk.append(flat[pos : pos + len(group)])
-            pos += len(group)
-        self._mark_stale(src.rel, digest, "indexing did not finish")
-        self.store.delete_paths([src.rel])
-        self.store.add(chunks, vectors, sent_texts, per_chunk)
-        stored = len(self.store.chunk_ids(src.rel))
-        self.manifest.put(DocRecord(src.rel, digest, INDEXED, None, stored, stamps, len(data), doc.title))
-        report.indexed.append(src.rel)
-        report.chunks_embedded += fresh
-        report.chunks_reused += len(chunks) - fresh
+        return _Prepared(
+            src.rel, digest, len(data), doc.title, chunks, [sentences(c.content) for c in chunks], stamps, usable
+        )
+
+    def _write(self, batch: list[_Prepared], report: SyncReport, bar: tqdm) -> None:  # type: ignore[type-arg]
+        """Embed what the batch needs (reusing stored vectors), then store each document in turn."""
+        if not batch:
+            return
+        chunk_cache, sentence_cache = self.store.vectors_for(sorted({p for b in batch for p in b.reuse}))
+        fresh = {t for b in batch for c in b.chunks if (t := c.text) not in chunk_cache}
+        self._embed(chunk_cache, [c.text for b in batch for c in b.chunks])
+        self._embed(sentence_cache, [s for b in batch for group in b.sentences for s in group])
+        # Crash safety: every document of the batch is marked "being written" before its
+        # old chunks go, and "indexed" only after its new ones are stored and counted.
+        self.manifest.put_many([self._writing(b.rel, b.digest) for b in batch])
+        paths = [b.rel for b in batch]
+        self.store.delete_paths(paths)
+        chunks = [c for b in batch for c in b.chunks]
+        vectors, _ = self._embed(chunk_cache, [c.text for c in chunks])
+        groups = [g for b in batch for g in b.sentences]
+        self.store.add(chunks, vectors, groups, [self._embed(sentence_cache, g)[0] for g in groups])
+        stored = self.store.count_by_path(paths)
+        self.manifest.put_many(
+            [DocRecord(b.rel, b.digest, INDEXED, None, stored.get(b.rel, 0), b.stamps, b.size, b.title) for b in batch]
+        )
+        for b in batch:
+            report.indexed.append(b.rel)
+            n_fresh = sum(c.text in fresh for c in b.chunks)
+            fresh -= {c.text for c in b.chunks}  # a text shared by two documents counts once
+            report.chunks_embedded += n_fresh
+            report.chunks_reused += len(b.chunks) - n_fresh
+        bar.set_postfix_str(batch[-1].rel[-40:], refresh=False)
+        bar.update(len(batch))
 
     def _embed(self, cache: dict[str, np.ndarray], texts: list[str]) -> tuple[np.ndarray, int]:
         """Vectors for ``texts``, embedding only those the cache does not hold."""
@@ -220,13 +266,11 @@ class Indexer:
             return np.zeros((0, self.embedder.dimension), np.float32), 0
         return np.stack([cache[t] for t in texts]).astype(np.float32), len(missing)
 
-    def _mark_stale(self, rel: str, digest: str, reason: str) -> None:
-        """Before a document's chunks are touched: ``chunks = -1`` says the store may hold a partial write."""
+    def _writing(self, rel: str, digest: str) -> DocRecord:
+        """The record while a document's chunks are rewritten: ``chunks = -1`` says the store may hold a partial write."""
         old = self.manifest.get(rel)
-        self.manifest.put(
-            DocRecord(rel, digest, STALE, reason, -1, old.stamps if old else None, old.size if old else 0,
-                      old.title if old else "")
-        )  # fmt: skip
+        return DocRecord(rel, digest, STALE, "indexing did not finish", -1, old.stamps if old else None,
+                         old.size if old else 0, old.title if old else "")  # fmt: skip
 
     def _fail(self, rel: str, digest: str, reason: str, report: SyncReport, size: int = 0) -> None:
         """A failed document stays out of search: its old chunks go too."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -81,6 +82,7 @@ class Manifest:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             self._db.executescript(_SCHEMA)
+            self._lock = threading.Lock()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the manifest at {path}: {exc}") from exc
 
@@ -101,21 +103,23 @@ class Manifest:
         return _record(row) if row else None
 
     def put(self, rec: DocRecord) -> None:
-        stamps = json.dumps(asdict(rec.stamps)) if rec.stamps else None
-        self._db.execute(
-            "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                rec.path,
-                rec.content_hash,
-                rec.state,
-                rec.reason,
-                rec.chunks,
-                stamps,
-                rec.size,
-                rec.title,
-                rec.updated_at,
-            ),
-        )
+        self.put_many([rec])
+
+    def put_many(self, recs: list[DocRecord]) -> None:
+        """Write records in one transaction: all of them or none."""
+        rows = [
+            (r.path, r.content_hash, r.state, r.reason, r.chunks, json.dumps(asdict(r.stamps)) if r.stamps else None,
+             r.size, r.title, r.updated_at)
+            for r in recs
+        ]  # fmt: skip
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def delete(self, path: str) -> None:
         self._db.execute("DELETE FROM documents WHERE path = ?", (path,))

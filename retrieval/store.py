@@ -160,8 +160,12 @@ class ChromaStore:
         got = self._chunks.get(where=where, include=[])  # type: ignore[arg-type]
         return set(got["ids"])
 
-    def count_by_path(self) -> dict[str, int]:
-        got = self._chunks.get(include=["metadatas"])
+    def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]:
+        """Stored chunks per document (all documents, or only ``paths``)."""
+        where = {"path": {"$in": list(paths)}} if paths else None
+        if paths is not None and not paths:
+            return {}
+        got = self._chunks.get(where=where, include=["metadatas"])  # type: ignore[arg-type]
         counts: dict[str, int] = {}
         for m in got["metadatas"] or []:
             p = str(m["path"])

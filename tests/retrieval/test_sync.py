@@ -176,21 +176,21 @@ def test_sigkill_during_a_sync_is_completed_by_the_next_sync(
 ) -> None:
     docs, data = tmp_path / "docs", tmp_path / "data"
     docs.mkdir()
-    for i in range(60):
-        paras = "\n\n".join(f"Team {i} rule {j}: tickets tagged t{i}-{j} go to queue {i * j}." for j in range(12))
+    for i in range(60):  # about 6 chunks each: several embedding batches, so the kill lands mid-sync
+        paras = "\n\n".join(f"Team {i} rule {j}: tickets tagged t{i}-{j} go to queue {i * j}." for j in range(40))
         (docs / f"team-{i:02}.md").write_text(f"# Team {i}\n\n## Rules\n\n{paras}\n")
     proc = subprocess.Popen([sys.executable, "-c", KILLED_SYNC, str(data), str(docs), str(ROOT)])
     try:
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None:
-            if _indexed_rows(data / "manifest.sqlite3") >= 3:
+            if _indexed_rows(data / "manifest.sqlite3") >= 1:
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "the sync finished before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(30)
-    assert 3 <= _indexed_rows(data / "manifest.sqlite3") < 60
+    assert 1 <= _indexed_rows(data / "manifest.sqlite3") < 60
     eng = make_engine(embedder, data, docs)
     eng.sync()
     recs = eng.manifest.all()

@@ -1,0 +1,86 @@
+"""The citation viewer: ``GET /view/<document path>?from=&to=`` shows a document's
+canonical text with the cited range highlighted and scrolled into view.
+
+Citation links point here when no drive URL is configured (``FOOTNOTE_PUBLIC_URL``).
+Only files inside the docs folder are served: ``..``, absolute paths and symlinks
+that leave the folder are refused.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
+
+from retrieval.errors import ExtractionError
+from retrieval.extract import Extractor, extractor_for
+from retrieval.types import Document
+
+Extract = Callable[[Extractor, str, bytes], Document]
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title} · Footnote</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body {{ font: 16px/1.55 system-ui, sans-serif; margin: 0; background: #fafafa; color: #1d1d1f; }}
+header {{ position: sticky; top: 0; background: #fff; border-bottom: 1px solid #ddd; padding: .6rem 1.2rem; }}
+header small {{ color: #666; }}
+main {{ max-width: 52rem; margin: 1rem auto; padding: 0 1.2rem; }}
+pre {{ white-space: pre-wrap; word-wrap: break-word; font: inherit; }}
+mark {{ background: #ffe066; padding: .1em 0; border-radius: 2px; box-shadow: 0 0 0 3px #ffe066; }}
+</style></head>
+<body><header><strong>{title}</strong> <small>{path}{where}</small></header>
+<main><pre id="text">{body}</pre></main>
+<script>const hit = document.getElementById("hit"); if (hit) hit.scrollIntoView({{block: "center"}});</script>
+</body></html>"""
+
+
+def safe_path(docs_dir: Path, raw: str) -> Path | None:
+    """The file ``raw`` names inside ``docs_dir``, or None when it would leave the folder."""
+    rel = unquote(raw)
+    parts = PurePosixPath(rel).parts
+    if not rel or rel.startswith(("/", "\\")) or ".." in parts or "\\" in rel or "\x00" in rel:
+        return None
+    root = docs_dir.resolve()
+    target = (root / rel).resolve()  # follows symlinks: one pointing out of the folder is caught here
+    if not target.is_relative_to(root) or not target.is_file():
+        return None
+    return target
+
+
+def _span(query: dict[str, str], size: int) -> tuple[int, int] | None:
+    try:
+        start, end = int(query["from"]), int(query["to"])
+    except (KeyError, ValueError):
+        return None
+    return (start, end) if 0 <= start < end <= size else None
+
+
+def render_view(docs_dir: Path, raw_path: str, query: dict[str, str], extract: Extract) -> tuple[int, str]:
+    """(HTTP status, HTML page)."""
+    target = safe_path(docs_dir, raw_path)
+    if target is None:
+        return 404, "<!doctype html><title>Not found</title><p>No such document in the docs folder.</p>"
+    rel = target.relative_to(docs_dir.resolve()).as_posix()
+    ex = extractor_for(rel)
+    if ex is None:
+        return 415, "<!doctype html><title>Unsupported</title><p>Footnote cannot show this file type.</p>"
+    try:
+        doc = extract(ex, rel, target.read_bytes())
+    except (ExtractionError, OSError) as exc:
+        return 422, f"<!doctype html><title>Unreadable</title><p>{html.escape(str(exc))}</p>"
+    span = _span(query, len(doc.text))
+    if span:
+        a, b = span
+        body = (
+            html.escape(doc.text[:a])
+            + '<mark id="hit">'
+            + html.escape(doc.text[a:b])
+            + "</mark>"
+            + html.escape(doc.text[b:])
+        )
+    else:
+        body = html.escape(doc.text)
+    where = f" · characters {span[0]}–{span[1]}" if span else ""
+    return 200, _PAGE.format(title=html.escape(doc.title), path=html.escape(rel), where=where, body=body)

@@ -1,0 +1,70 @@
+"""Builds canonical text section by section, recording exact offsets as it goes.
+
+Every extractor that is not plain text produces its canonical text here, so that
+section bounds and marks (rows, caption cues) are positions in the string that was
+actually built, and ``document.text[start:end]`` always slices back the same words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from retrieval.types import Document, Section
+
+PARAGRAPH = "\n\n"
+PAGE_BREAK = "\n\n\f\n\n"  # between PDF pages: a visible, unambiguous page separator
+
+
+def clean(text: str) -> str:
+    """Normalise line endings and strip the blank edges a parser leaves."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip()
+
+
+class TextBuilder:
+    def __init__(self, separator: str = PARAGRAPH) -> None:
+        self.separator = separator
+        self._parts: list[str] = []
+        self._length = 0
+        self.sections: list[Section] = []
+
+    def _append(self, text: str) -> int:
+        start = self._length
+        self._parts.append(text)
+        self._length += len(text)
+        return start
+
+    def section(
+        self,
+        title: str,
+        paragraphs: Sequence[str],
+        meta: dict[str, Any] | None = None,
+        marks: Sequence[Any] | None = None,
+    ) -> bool:
+        """Add one section of paragraphs (blank-line separated); ``marks[i]`` labels paragraph i.
+
+        Returns False (and adds nothing) when every paragraph is blank.
+        """
+        kept = [(clean(p), marks[i] if marks else None) for i, p in enumerate(paragraphs) if clean(p)]
+        if not kept:
+            return False
+        if self._length:
+            self._append(self.separator)
+        start = self._length
+        offsets = []
+        for i, (para, _) in enumerate(kept):
+            if i:
+                self._append(PARAGRAPH)
+            offsets.append(self._append(para))
+        info = dict(meta or {})
+        if marks:
+            info["marks"] = [[off, mark] for off, (_, mark) in zip(offsets, kept, strict=True)]
+        self.sections.append(Section(title, start, self._length, info))
+        return True
+
+    @property
+    def empty(self) -> bool:
+        return not self.sections
+
+    def document(self, path: str, title: str, extractor: str, version: str, locator: str = "char") -> Document:
+        return Document(path, title, "".join(self._parts), tuple(self.sections), extractor, version, locator)

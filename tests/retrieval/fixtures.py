@@ -1,0 +1,105 @@
+"""Office files the tests generate themselves (nothing binary is committed)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+VTT = """WEBVTT
+
+00:02:05.000 --> 00:02:11.900
+<v Mette>Welcome to the quarterly planning call.
+
+00:02:12.400 --> 00:02:18.250
+<v Jonas>The data retention period for audit logs is eighteen months.
+
+00:02:18.500 --> 00:02:24.000
+<v Mette>Good, and backups are restored as a drill every quarter.
+"""
+
+
+def pdf_bytes(pages: list[str], *, encrypt: bool = False) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_title("Travel Policy")
+    if encrypt:
+        pdf.set_encryption(owner_password="owner", user_password="secret")
+    pdf.set_font("Helvetica", size=12)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 8, text)
+    return bytes(pdf.output())
+
+
+def image_only_pdf() -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.rect(20, 20, 100, 60, style="F")  # a scan, as far as text extraction can tell
+    return bytes(pdf.output())
+
+
+def xlsx_bytes() -> bytes:
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Contacts"
+    ws.append(["Team", "Email"])
+    ws.append(["Payments", "payments@lumen.example"])
+    esc = wb.create_sheet("Escalation")
+    esc.append(["Severity", "Who to call", "Within"])
+    esc.append(["SEV3", "Team lead", "next working day"])
+    esc.append(["SEV1", "Head of platform Birgitte Holm", "15 minutes"])
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def docx_bytes() -> bytes:
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Office Handbook", level=0)
+    d.add_heading("Keys and access", level=1)
+    d.add_paragraph("Lost key cards are replaced by reception for a fee of 150 DKK.")
+    d.add_heading("Meeting rooms", level=1)
+    d.add_paragraph("Rooms are booked in the calendar.")
+    t = d.add_table(rows=3, cols=2)
+    for row, cells in zip(t.rows, [("Room", "Seats"), ("Aurora", "12"), ("Fjord", "4")], strict=True):
+        row.cells[0].text, row.cells[1].text = cells
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def pptx_bytes() -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    s1 = deck.slides.add_slide(deck.slide_layouts[1])
+    s1.shapes.title.text = "Roadmap 2027"
+    s1.placeholders[1].text = "Ship the mobile app in Q2."
+    s2 = deck.slides.add_slide(deck.slide_layouts[5])
+    s2.shapes.title.text = "Hiring"
+    box = s2.shapes.add_textbox(Inches(1), Inches(2), Inches(6), Inches(1))
+    box.text_frame.text = "Two backend engineers join in March."
+    s2.notes_slide.notes_text_frame.text = "The hiring budget is frozen until the board meets in April."
+    buf = io.BytesIO()
+    deck.save(buf)
+    return buf.getvalue()
+
+
+HTML = """<!doctype html><html><head><title>Wiki: Deploys</title><script>var x = "never indexed";</script></head>
+<body><nav>Home | About</nav><main><h1>Deploys</h1><p>Deploys run from the main branch.</p>
+<h2>Freeze</h2><p>No deploys on Fridays after 14:00 &amp; never during a SEV1.</p><ul><li>Ask in #deploys first.</li></ul>
+</main><footer>© Lumen Works</footer></body></html>"""
+
+
+def zip_bomb(path: Path) -> None:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/document.xml", b"\0" * 60_000_000)
