@@ -96,11 +96,10 @@ def status(settings: Settings, as_json: bool) -> None:
     Documents built with another embedding model, chunker or extractor version
     than the current settings are shown as stale; the next sync rebuilds them.
     """
-    manifest = Manifest(settings.data_dir / "manifest.sqlite3")
-    if not manifest.all():
-        click.echo(f"The index at {settings.data_dir} is empty. Run `footnote index` first.")
-        return
     engine = Runtime(settings).engine
+    if not engine.manifest.all():
+        click.echo(f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first.")
+        return
     engine.mark_stale()
     docs = [r.as_json() for r in engine.manifest.all().values()]
     if as_json:

@@ -2,7 +2,7 @@
 
 ``POST /slack/events`` goes to Bolt unchanged (Bolt checks the signature and
 answers 401 on a bad or stale one); ``GET /healthz`` says whether the index is loaded;
-``GET /view/<path>`` is the citation viewer.
+``GET /view/<path>`` is the citation viewer; ``GET /metrics`` is for Prometheus.
 """
 
 from __future__ import annotations
@@ -15,14 +15,20 @@ from urllib.parse import parse_qs, urlsplit
 
 from slack_bolt import App, BoltRequest
 
-MAX_BODY = 1_000_000  # Slack payloads are small; anything bigger is not from Slack
+MAX_BODY = 1_000_000
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text exposition  # Slack payloads are small; anything bigger is not from Slack
 
 
 View = Callable[[str, dict[str, str]], tuple[int, str]]
 
 
 def make_server(
-    app: App, host: str, port: int, health: Callable[[], dict[str, object]], view: View | None = None
+    app: App,
+    host: str,
+    port: int,
+    health: Callable[[], dict[str, object]],
+    view: View | None = None,
+    metrics: Callable[[], bytes] | None = None,
 ) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         server_version = "Footnote"
@@ -52,6 +58,9 @@ def make_server(
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 status, page = view(url.path.removeprefix("/view/"), query)
                 self._send(status, "text/html; charset=utf-8", page.encode())
+                return
+            if metrics is not None and url.path == "/metrics":
+                self._send(200, METRICS_TYPE, metrics())
                 return
             if url.path == "/healthz":
                 info = health()

@@ -63,6 +63,20 @@ class Runtime:
             timeout_s=s.llm_timeout_s,
         )
 
+    def model_reachable(self) -> bool:
+        """For /healthz: a model server answers its model list; an in-process model is loadable."""
+        s = self.settings
+        if s.llm_url:
+            import urllib.request
+
+            base = s.llm_url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
+            try:
+                with urllib.request.urlopen(f"{base}/v1/models", timeout=2) as resp:
+                    return bool(resp.status == 200)
+            except OSError:
+                return False
+        return s.llm_gguf is None or s.llm_gguf.is_file()
+
     @cached_property
     def answers(self) -> AnswerService:
         """The one answer service every surface (CLI, Slack) calls."""

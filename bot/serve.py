@@ -1,78 +1,104 @@
-"""``footnote serve``: sync once, schedule re-syncs, then run the Slack app (HTTP or Socket Mode)."""
+"""``footnote serve``: sync once, schedule re-syncs, then run the Slack app (HTTP or Socket Mode).
+
+In HTTP mode the same server also answers ``GET /healthz`` (index loaded, model
+reachable), ``GET /metrics`` (Prometheus) and ``GET /view/<path>`` (citation viewer).
+"""
 
 from __future__ import annotations
 
 import logging
+import time
+from http.server import ThreadingHTTPServer
 
-from bot.health import Health, index_health
+from bot.health import index_health
 from bot.http_server import make_server
+from bot.metrics import Metrics
 from bot.runtime import Runtime
 from bot.scheduler import SyncSchedule
 from bot.slack_app import SlackBot
 from bot.viewer import render_view
+from retrieval.errors import SyncBusy
 
 log = logging.getLogger("footnote")
 
 
-def build_bot(rt: Runtime, schedule: SyncSchedule | None = None) -> SlackBot:
-    s = rt.settings
-    assert s.slack_bot_token is not None
-    secret = s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else ""
-    return SlackBot(
-        rt.answers,
-        s.slack_bot_token.get_secret_value(),
-        secret,
-        s.data_dir,
-        api_url=s.slack_api_url,
-        status=lambda: health(rt, schedule),
-    )
+class Service:
+    """Everything `footnote serve` runs, wired once from the runtime."""
 
+    def __init__(self, rt: Runtime) -> None:
+        s = rt.settings
+        assert s.slack_bot_token is not None
+        self.rt = rt
+        self.metrics = Metrics(rt.engine.manifest.totals)
+        self.schedule = SyncSchedule(self.sync, s.sync_minutes, s.sync_cron)
+        secret = s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else ""
+        self.bot = SlackBot(
+            rt.answers,
+            s.slack_bot_token.get_secret_value(),
+            secret,
+            s.data_dir,
+            api_url=s.slack_api_url,
+            status=self.health,
+            metrics=self.metrics,
+        )
 
-def health(rt: Runtime, schedule: SyncSchedule | None = None) -> Health:
-    return index_health(rt.engine, schedule.next_run() if schedule else None)
+    def health(self):  # type: ignore[no-untyped-def]
+        return index_health(self.rt.engine, self.schedule.next_run())
 
+    def health_json(self) -> dict[str, object]:
+        h = self.health().as_json()
+        h["model_reachable"] = self.rt.model_reachable()
+        h["ok"] = bool(h["ok"]) and bool(h["model_reachable"])
+        return h
 
-def _sync(rt: Runtime) -> None:
-    report = rt.engine.sync()
-    log.info(
-        "sync: %d indexed, %d unchanged, %d renamed, %d removed, %d failed in %.1fs",
-        len(report.indexed),
-        report.unchanged,
-        len(report.renamed),
-        len(report.removed),
-        len(report.failed),
-        report.seconds,
-    )
+    def sync(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            report = self.rt.engine.sync()
+        except SyncBusy as exc:  # another replica (or `footnote index`) is on it; its result is picked up
+            log.info("sync skipped: %s", exc)
+            return
+        except Exception:
+            self.metrics.synced(None, time.perf_counter() - t0)
+            raise
+        self.metrics.synced(report, report.seconds)
+        log.info(
+            "sync: %d indexed, %d unchanged, %d renamed, %d removed, %d failed in %.1fs",
+            len(report.indexed), report.unchanged, len(report.renamed), len(report.removed), len(report.failed),
+            report.seconds,
+        )  # fmt: skip
+
+    def http_server(self, host: str, port: int) -> ThreadingHTTPServer:
+        docs, runner = self.rt.settings.docs_dir, self.rt.engine.indexer.runner
+        return make_server(
+            self.bot.app,
+            host,
+            port,
+            self.health_json,
+            lambda path, query: render_view(docs, path, query, runner.extract),
+            self.metrics.render,
+        )
 
 
 def run(rt: Runtime, *, socket: bool, host: str, port: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    s = rt.settings
-    _sync(rt)
+    svc = Service(rt)
+    svc.sync()
     rt.engine.searcher()
-    schedule = SyncSchedule(lambda: _sync(rt), s.sync_minutes, s.sync_cron)
-    schedule.start()
-    log.info("next sync: %s", schedule.next_run() or "none scheduled (FOOTNOTE_SYNC_MINUTES=0)")
-    bot = build_bot(rt, schedule)
+    svc.schedule.start()
+    log.info("next sync: %s", svc.schedule.next_run() or "none scheduled (FOOTNOTE_SYNC_MINUTES=0)")
     try:
         if socket:
             from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-            assert s.slack_app_token is not None
-            SocketModeHandler(bot.app, s.slack_app_token.get_secret_value()).start()
+            assert rt.settings.slack_app_token is not None
+            SocketModeHandler(svc.bot.app, rt.settings.slack_app_token.get_secret_value()).start()
             return
-        docs, runner = s.docs_dir, rt.engine.indexer.runner
-        server = make_server(
-            bot.app,
-            host,
-            port,
-            lambda: health(rt, schedule).as_json(),
-            lambda path, query: render_view(docs, path, query, runner.extract),
-        )
-        log.info("listening on http://%s:%d/slack/events", host, port)
+        server = svc.http_server(host, port)
+        log.info("listening on http://%s:%d (/slack/events, /healthz, /metrics, /view/)", host, port)
         try:
             server.serve_forever()
         finally:
             server.server_close()
     finally:
-        schedule.shutdown()
+        svc.schedule.shutdown()

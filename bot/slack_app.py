@@ -22,6 +22,7 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from bot.health import Health
+from bot.metrics import Metrics
 from bot.render import escape, fallback_text, slack_blocks, status_blocks, status_text
 from retrieval.answer import Answer, AnswerService
 
@@ -69,9 +70,11 @@ class SlackBot:
         data_dir: Path,
         api_url: str | None = None,
         status: Callable[[], Health] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.answers = answers
         self.status = status
+        self.metrics = metrics
         self.data_dir = data_dir
         client = WebClient(token=bot_token, base_url=api_url or WebClient.BASE_URL)
         client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=3))
@@ -200,6 +203,8 @@ class SlackBot:
         self._queue.submit(self._answer, job, str(placeholder["ts"]))
 
     def _answer(self, q: Question, placeholder_ts: str) -> None:
+        t0 = time.perf_counter()
+        result: Answer | None = None
         try:
             result = self.answers.answer(q.text, context=q.context)
             self._show(q, placeholder_ts, result, self._remember(q, result))
@@ -207,6 +212,8 @@ class SlackBot:
             log.exception("answering %r failed", q.text)
             self._safe_update(q, placeholder_ts, f":warning: Something went wrong: {escape(str(exc))[:500]}", None)
         finally:
+            if self.metrics is not None:
+                self.metrics.answered("slack", result, time.perf_counter() - t0)
             with self._pending_lock:
                 self._pending -= 1
 

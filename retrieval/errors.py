@@ -23,3 +23,7 @@ class ModelError(FootnoteError):
 
 class ExtractionError(FootnoteError):
     """A document cannot be read; the indexer turns this into a ``failed`` state."""
+
+
+class SyncBusy(StoreError):
+    """Another process or replica holds the sync lease; the caller may try later."""

@@ -103,7 +103,10 @@ class OpenAICompatibleModel:
             except (urllib.error.URLError, TimeoutError, ConnectionError, KeyError, ValueError) as exc:
                 last = exc
                 time.sleep(min(4.0, 0.5 * 2**attempt))
-        raise ModelError(f"the model server at {self.url} did not answer: {last}")
+        raise ModelError(
+            f"the model server at {self.url} is not reachable or did not answer ({last}); "
+            "answers resume when it is back"
+        )
 
 
 def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) -> LanguageModel:

@@ -13,9 +13,10 @@ import sqlite3
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from retrieval.errors import StoreError
 
@@ -74,7 +75,57 @@ CREATE TABLE IF NOT EXISTS documents (
 """
 
 
-class Manifest:
+class Manifest(Protocol):
+    """Where document records live: SQLite on disk, or the shared vector store in server mode."""
+
+    def all(self) -> dict[str, DocRecord]: ...
+
+    def get(self, path: str) -> DocRecord | None: ...
+
+    def put(self, rec: DocRecord) -> None: ...
+
+    def put_many(self, recs: list[DocRecord]) -> None: ...
+
+    def delete(self, path: str) -> None: ...
+
+    def totals(self) -> dict[str, int]: ...
+
+
+def totals(recs: Iterable[DocRecord]) -> dict[str, int]:
+    recs = list(recs)
+    counts = Counter(r.state for r in recs)
+    return {
+        "documents": len(recs),
+        INDEXED: counts.get(INDEXED, 0),
+        FAILED: counts.get(FAILED, 0),
+        STALE: counts.get(STALE, 0),
+        "chunks": sum(r.chunks for r in recs if r.state in (INDEXED, STALE) and r.chunks > 0),
+    }
+
+
+def to_fields(r: DocRecord) -> dict[str, str | int | float]:
+    """A record as flat scalar fields (what a metadata store accepts: no None, no nesting)."""
+    return {
+        "content_hash": r.content_hash,
+        "state": r.state,
+        "reason": r.reason or "",
+        "chunks": r.chunks,
+        "stamps": json.dumps(asdict(r.stamps)) if r.stamps else "",
+        "size": r.size,
+        "title": r.title,
+        "updated_at": r.updated_at,
+    }
+
+
+def from_fields(path: str, f: Mapping[str, Any]) -> DocRecord:
+    stamps = Stamps(**json.loads(str(f["stamps"]))) if f.get("stamps") else None
+    return DocRecord(
+        path, str(f["content_hash"]), str(f["state"]), str(f["reason"]) or None, int(f["chunks"]), stamps,
+        int(f["size"]), str(f["title"]), float(f["updated_at"]),
+    )  # fmt: skip
+
+
+class SqliteManifest:
     """SQLite-backed: every write is a transaction, so a crash leaves the last good row."""
 
     def __init__(self, path: Path) -> None:
@@ -125,15 +176,7 @@ class Manifest:
         self._db.execute("DELETE FROM documents WHERE path = ?", (path,))
 
     def totals(self) -> dict[str, int]:
-        recs = self.all().values()
-        counts = Counter(r.state for r in recs)
-        return {
-            "documents": len(recs),
-            INDEXED: counts.get(INDEXED, 0),
-            FAILED: counts.get(FAILED, 0),
-            STALE: counts.get(STALE, 0),
-            "chunks": sum(r.chunks for r in recs if r.state in (INDEXED, STALE) and r.chunks > 0),
-        }
+        return totals(self.all().values())
 
 
 def _record(row: tuple[Any, ...]) -> DocRecord:

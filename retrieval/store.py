@@ -9,6 +9,7 @@ try to download a model, so the collections get one that refuses to run.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from retrieval.errors import StoreError
+from retrieval.manifest import DocRecord, from_fields, to_fields, totals
 from retrieval.types import Chunk
 
 CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
+MANIFEST, LOCKS = "footnote_manifest", "footnote_locks"  # server mode: shared by every replica
 
 
 class _RefuseToEmbed:
@@ -67,6 +70,7 @@ class ChromaStore:
         from chromadb.config import Settings as ChromaSettings
 
         settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        self._url = url
         try:
             if url:
                 from urllib.parse import urlparse
@@ -91,11 +95,23 @@ class ChromaStore:
                 embedding_function=ef,  # type: ignore[arg-type]
             )
             self._batch = int(self._client.get_max_batch_size())
+            self._ef = ef
         except StoreError:
             raise
         except Exception as exc:
             where = url or path
             raise StoreError(f"cannot open the vector store at {where}: {exc}") from exc
+
+    @property
+    def shared(self) -> bool:
+        """True for a Chroma server that other replicas may use too."""
+        return self._url is not None
+
+    def collection(self, name: str) -> Any:
+        try:
+            return self._client.get_or_create_collection(name, embedding_function=self._ef)  # type: ignore[arg-type]
+        except Exception as exc:
+            raise StoreError(f"cannot open the {name} collection: {exc}") from exc
 
     def add(
         self,
@@ -229,3 +245,80 @@ def _chunk_from(cid: str, content: str | None, m: Any) -> Chunk:
         end=int(m["end"]),
         meta=json.loads(str(m.get("meta") or "{}")),
     )
+
+
+class ChromaManifest:
+    """The manifest kept in the Chroma server, so every replica reads the same records.
+
+    Chroma stores records with a vector; these carry a constant one-dimensional one
+    and are only ever read by id or in full.
+    """
+
+    def __init__(self, store: ChromaStore) -> None:
+        self._c = store.collection(MANIFEST)
+
+    def all(self) -> dict[str, DocRecord]:
+        got = self._c.get(include=["metadatas"])
+        recs = [from_fields(i, m) for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)]
+        return {r.path: r for r in sorted(recs, key=lambda r: r.path)}
+
+    def get(self, path: str) -> DocRecord | None:
+        got = self._c.get(ids=[path], include=["metadatas"])
+        return from_fields(path, got["metadatas"][0]) if got["ids"] and got["metadatas"] else None
+
+    def put(self, rec: DocRecord) -> None:
+        self.put_many([rec])
+
+    def put_many(self, recs: list[DocRecord]) -> None:
+        if recs:
+            self._c.upsert(
+                ids=[r.path for r in recs],
+                embeddings=[[1.0]] * len(recs),
+                metadatas=[to_fields(r) for r in recs],  # type: ignore[misc]
+            )
+
+    def delete(self, path: str) -> None:
+        self._c.delete(ids=[path])
+
+    def totals(self) -> dict[str, int]:
+        return totals(self.all().values())
+
+
+class ChromaLease:
+    """A sync lease every replica can see: a record in the shared store that expires.
+
+    Chroma has no compare-and-set, so taking the lease is add-then-read-back: ``add``
+    never overwrites an existing id, and whoever's owner id is read back holds it.
+    The generation counter tells other replicas that the index changed.
+    """
+
+    def __init__(self, store: ChromaStore, owner: str, ttl_s: float = 900.0) -> None:
+        self._c = store.collection(LOCKS)
+        self.owner = owner
+        self.ttl_s = ttl_s
+
+    def acquire(self) -> bool:
+        now = time.time()
+        got = self._c.get(ids=["sync"], include=["metadatas"])
+        if got["ids"]:
+            meta = (got["metadatas"] or [{}])[0]
+            if float(meta.get("expires", 0)) > now and meta.get("owner") != self.owner:
+                return False
+            self._c.delete(ids=["sync"])  # expired (a crashed holder), or ours
+        self._c.add(ids=["sync"], embeddings=[[1.0]], metadatas=[{"owner": self.owner, "expires": now + self.ttl_s}])
+        got = self._c.get(ids=["sync"], include=["metadatas"])
+        return bool(got["ids"]) and (got["metadatas"] or [{}])[0].get("owner") == self.owner
+
+    def release(self) -> None:
+        got = self._c.get(ids=["sync"], include=["metadatas"])
+        if got["ids"] and (got["metadatas"] or [{}])[0].get("owner") == self.owner:
+            self._c.delete(ids=["sync"])
+
+    def generation(self) -> int:
+        got = self._c.get(ids=["generation"], include=["metadatas"])
+        return int((got["metadatas"] or [{}])[0].get("n", 0)) if got["ids"] else 0
+
+    def bump(self) -> int:
+        n = self.generation() + 1
+        self._c.upsert(ids=["generation"], embeddings=[[1.0]], metadatas=[{"n": n}])
+        return n

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import threading
 import time
@@ -24,7 +22,7 @@ from retrieval.engine import Engine
 from retrieval.errors import ModelError
 from retrieval.gate import GateConfig
 from retrieval.llm import LanguageModel, Message, OnToken
-from tests.bot.fake_slack import FakeSlack
+from tests.bot.fake_slack import FakeSlack, signed_post
 from tests.conftest import DEV_DOCS
 
 SECRET = "test-signing-secret"
@@ -66,15 +64,7 @@ class Harness:
     def exchange(
         self, body: str, ctype: str, headers: dict[str, str] | None = None, secret: str = SECRET, age: int = 0
     ) -> tuple[int, str]:
-        ts = str(int(time.time()) - age)
-        sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-        h = {"Content-Type": ctype, "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig, **(headers or {})}
-        req = urllib.request.Request(self.url, data=body.encode(), headers=h, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, ""
+        return signed_post(self.url, body, ctype, secret, headers, age)
 
     def event(
         self, event: dict[str, Any], event_id: str | None = None, headers: dict[str, str] | None = None, **kw: Any
