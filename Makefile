@@ -5,13 +5,9 @@ BIN := $(VENV)/bin
 
 .PHONY: install demo test lint bench eval clean
 
-$(BIN)/python:
-	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python 3.11); set PY=/path/to/python3.11"; exit 1; }
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip setuptools wheel
-
-install: $(BIN)/python
-	$(BIN)/pip install -e '.[dev]'
+# The same script builds the Docker image's venv.
+install:
+	PY=$(PY) scripts/install.sh $(VENV) dev editable
 
 demo: install
 	$(BIN)/footnote index examples/docs

@@ -373,6 +373,20 @@ def feedback(settings: Settings, as_json: bool) -> None:
             click.echo(f"{'👍' if rec.get('vote') == 'up' else '👎'} {rec.get('user')}: {rec.get('question', '?')}")
 
 
+@main.command("model-path")
+@click.pass_obj
+@_friendly
+def model_path(settings: Settings) -> None:
+    """Print the path of the GGUF model file, assembling the packaged default if needed.
+
+    For running llama.cpp's server on the same model:
+    python -m llama_cpp.server --model "$(footnote model-path)"
+    """
+    from retrieval.model_files import default_gguf
+
+    click.echo(str(settings.llm_gguf or default_gguf(settings.data_dir / "models")))
+
+
 @main.command()
 @click.option("--http", "http_port", type=int, help="Serve Slack's HTTP events on this port (at /slack/events).")
 @click.option("--socket", "socket_mode", is_flag=True, help="Use Socket Mode (needs SLACK_APP_TOKEN).")

@@ -7,7 +7,10 @@ reachable), ``GET /metrics`` (Prometheus) and ``GET /view/<path>`` (citation vie
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
+from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 
 from bot.health import index_health
@@ -18,6 +21,7 @@ from bot.scheduler import SyncSchedule
 from bot.slack_app import SlackBot
 from bot.viewer import render_view
 from retrieval.errors import SyncBusy
+from retrieval.store import ChromaClaims
 
 log = logging.getLogger("footnote")
 
@@ -40,7 +44,15 @@ class Service:
             api_url=s.slack_api_url,
             status=self.health,
             metrics=self.metrics,
+            first_delivery=self._claims(),
         )
+
+    def _claims(self) -> Callable[[str], bool] | None:
+        """With a shared Chroma server, retries are recognised across replicas."""
+        store = self.rt.engine.store
+        if not store.shared:
+            return None
+        return ChromaClaims(store, f"{socket.gethostname()}:{os.getpid()}").claim
 
     def health(self):  # type: ignore[no-untyped-def]
         return index_health(self.rt.engine, self.schedule.next_run())

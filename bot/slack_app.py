@@ -71,6 +71,7 @@ class SlackBot:
         api_url: str | None = None,
         status: Callable[[], Health] | None = None,
         metrics: Metrics | None = None,
+        first_delivery: Callable[[str], bool] | None = None,
     ) -> None:
         self.answers = answers
         self.status = status
@@ -84,7 +85,11 @@ class SlackBot:
         self._queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="footnote-answer")
         self._pending = 0
         self._pending_lock = threading.Lock()
-        self._seen = _Seen()
+        # Replicas behind one endpoint pass a claim shared through the store, so a retry
+        # that lands on another replica is still recognised.
+        local = _Seen().first_time
+        shared = first_delivery
+        self._first_delivery: Callable[[str], bool] = lambda key: local(key) and (shared is None or shared(key))
         self._threads: dict[tuple[str, str], list[str]] = {}
         self._threads_lock = threading.Lock()
         self._feedback_lock = threading.Lock()
@@ -107,7 +112,7 @@ class SlackBot:
         """A retried delivery (HTTP retry header, or an event id seen before) is acked and ignored."""
         retry = req.headers.get("x-slack-retry-num")
         event_id = (req.body or {}).get("event_id")
-        if event_id and not self._seen.first_time(str(event_id)):
+        if event_id and not self._first_delivery(str(event_id)):
             return BoltResponse(status=200, body="")
         if retry and not event_id:
             return BoltResponse(status=200, body="")

@@ -22,7 +22,7 @@ from retrieval.manifest import DocRecord, from_fields, to_fields, totals
 from retrieval.types import Chunk
 
 CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
-MANIFEST, LOCKS = "footnote_manifest", "footnote_locks"  # server mode: shared by every replica
+MANIFEST, LOCKS, CLAIMS = "footnote_manifest", "footnote_locks", "footnote_claims"  # shared by every replica
 
 
 class _RefuseToEmbed:
@@ -322,3 +322,26 @@ class ChromaLease:
         n = self.generation() + 1
         self._c.upsert(ids=["generation"], embeddings=[[1.0]], metadatas=[{"n": n}])
         return n
+
+
+class ChromaClaims:
+    """First-come claims on keys (Slack event ids) shared by every replica.
+
+    ``claim`` adds the key with this replica as owner (``add`` never overwrites) and
+    reads it back: only the replica whose owner id comes back handles the event.
+    """
+
+    def __init__(self, store: ChromaStore, owner: str, keep_s: float = 86_400.0) -> None:
+        self._c = store.collection(CLAIMS)
+        self.owner = owner
+        self.keep_s = keep_s
+        self._n = 0
+
+    def claim(self, key: str) -> bool:
+        now = time.time()
+        self._c.add(ids=[key], embeddings=[[1.0]], metadatas=[{"owner": self.owner, "at": now}])
+        got = self._c.get(ids=[key], include=["metadatas"])
+        self._n += 1
+        if self._n % 500 == 0:  # Slack retries within minutes; old claims only take space
+            self._c.delete(where={"at": {"$lt": now - self.keep_s}})
+        return bool(got["ids"]) and (got["metadatas"] or [{}])[0].get("owner") == self.owner

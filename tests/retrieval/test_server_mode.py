@@ -92,6 +92,18 @@ def test_one_replica_syncs_at_a_time_and_the_others_pick_up_its_changes(
     assert b.searcher().search("parking garage bicycles", k=1).hits[0].chunk.path == "parking.md"
 
 
+def test_a_slack_event_is_claimed_by_exactly_one_replica(
+    embedder: SentenceTransformerEmbedder, chroma_url: str, docs: Path, tmp_path: Path
+) -> None:
+    from retrieval.store import ChromaClaims
+
+    store = make_engine(embedder, tmp_path / "a", docs, chroma_url=chroma_url).store
+    one, two = ChromaClaims(store, "replica-1"), ChromaClaims(store, "replica-2")
+    assert one.claim("Ev123") is True
+    assert two.claim("Ev123") is False  # Slack's retry landed on the other replica: ignored
+    assert two.claim("Ev124") is True and one.claim("Ev124") is False
+
+
 @pytest.fixture(scope="module")
 def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
     from retrieval.model_files import default_gguf

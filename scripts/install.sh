@@ -1,0 +1,28 @@
+#!/usr/bin/env sh
+# Install Footnote into a virtualenv. The one install path: `make install` (and so CI)
+# and the Dockerfile's builder stage both run this script.
+#
+#   scripts/install.sh VENV [EXTRAS] [editable]
+#
+# PY            the Python 3.11 to build the venv from (default python3.11)
+# TORCH_INDEX   optional index for a CPU-only torch wheel (the Docker build sets it;
+#               on our CI machines torch 2.13.0 CPU is already on disk for pip)
+set -eu
+VENV=${1:?usage: scripts/install.sh VENV [EXTRAS] [editable]}
+EXTRAS=${2:-}
+MODE=${3:-}
+PY=${PY:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || { echo "need $PY (Python 3.11); set PY=/path/to/python3.11" >&2; exit 1; }
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+"$VENV/bin/pip" install --quiet --upgrade pip setuptools wheel
+if [ -n "${TORCH_INDEX:-}" ]; then
+  "$VENV/bin/pip" install --quiet --index-url "$TORCH_INDEX" "torch==2.13.0"
+fi
+TARGET="."
+[ -n "$EXTRAS" ] && TARGET=".[$EXTRAS]"
+if [ "$MODE" = "editable" ]; then
+  "$VENV/bin/pip" install -e "$TARGET"
+else
+  "$VENV/bin/pip" install "$TARGET"
+fi
+"$VENV/bin/footnote" --help >/dev/null
