@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,12 @@ from retrieval.rerank import SentenceReranker
 from retrieval.search import SearchConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-DEV = ROOT.parent / "shared" / "eval" / "dev"
+# The development set lives beside the repository; FOOTNOTE_DEV_SET points elsewhere.
+DEV = next(
+    (p for p in (Path(os.environ.get("FOOTNOTE_DEV_SET", "")), ROOT.parent / "shared" / "eval" / "dev",
+                 Path("/work/shared/eval/dev")) if str(p) not in ("", ".") and (p / "docs").is_dir()),
+    ROOT.parent / "shared" / "eval" / "dev",
+)  # fmt: skip
 DEV_DOCS = DEV / "docs"
 EXAMPLES = ROOT / "examples" / "docs"
 
@@ -35,6 +41,15 @@ def dev_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.T
         pytest.skip(f"dev set not found at {DEV_DOCS}")
     data = tmp_path_factory.mktemp("dev-index")
     eng = Engine(EngineConfig(data, DEV_DOCS, ChunkerConfig(), SearchConfig()), embedder, SentenceReranker(1.5))
+    eng.sync()
+    return eng
+
+
+@pytest.fixture(scope="session")
+def examples_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    """The example handbook shipped in the repository, indexed once: for behaviour tests that
+    need a real index but not the dev set's questions."""
+    eng = make_engine(embedder, tmp_path_factory.mktemp("examples-index"), EXAMPLES)
     eng.sync()
     return eng
 

@@ -16,7 +16,7 @@ from bot.viewer import render_view, safe_path
 from retrieval.citations import make_citations
 from retrieval.engine import Engine
 from retrieval.sandbox import ExtractionRunner
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, make_engine
 
 ARTIFACTS = ROOT / "test-artifacts"
 
@@ -49,8 +49,21 @@ def test_the_cited_span_is_highlighted_and_everything_is_escaped(docs: Path) -> 
 
 
 @pytest.fixture
-def viewer_server(dev_engine: Engine) -> Iterator[str]:
-    docs, runner = dev_engine.cfg.docs_dir, dev_engine.indexer.runner
+def long_engine(embedder, tmp_path: Path) -> Engine:  # type: ignore[no-untyped-def]
+    """One long document, so that "scrolled into view" means something."""
+    docs = tmp_path / "long-docs"
+    docs.mkdir()
+    filler = "\n\n".join(f"Clause {i}: the committee reviews item {i} at its monthly meeting." for i in range(120))
+    answer = "Badge photos are retaken every three years at the reception desk on Tuesdays."
+    (docs / "rules.md").write_text(f"# House Rules\n\n## General\n\n{filler}\n\n## Badges\n\n{answer}\n")
+    eng = make_engine(embedder, tmp_path / "long-data", docs)
+    eng.sync()
+    return eng
+
+
+@pytest.fixture
+def viewer_server(long_engine: Engine) -> Iterator[str]:
+    docs, runner = long_engine.cfg.docs_dir, long_engine.indexer.runner
     server = make_server(
         None, "127.0.0.1", 0, lambda: {"ok": True}, lambda p, q: render_view(docs, p, q, runner.extract)
     )  # type: ignore[arg-type]
@@ -60,19 +73,13 @@ def viewer_server(dev_engine: Engine) -> Iterator[str]:
     server.server_close()
 
 
-def test_a_citation_link_opens_the_viewer_with_the_quote_in_view(
-    dev_engine: Engine,
-    viewer_server: str,
-    embedder,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
-) -> None:
+def test_a_citation_link_opens_the_viewer_with_the_quote_in_view(long_engine: Engine, viewer_server: str) -> None:
     webdriver = pytest.importorskip("selenium.webdriver")
     chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
     assert chromium and driver_bin, "Debian's chromium and chromium-driver must be installed (.ci/run does it)"
-    # A quote deep in a long document, so that "scrolled into view" means something.
-    hits = dev_engine.searcher().search("How does LoRA reduce the number of trainable parameters?", k=10).hits
-    hit = max(hits[:10], key=lambda h: h.chunk.start)
-    (cite,) = make_citations([hit], None, dev_engine.cfg.docs_dir, viewer_url=viewer_server)
+    hit = long_engine.searcher().search("How often are badge photos retaken?", k=1).hits[0]
+    assert "Badge photos" in hit.chunk.content and hit.chunk.start > 5000
+    (cite,) = make_citations([hit], None, long_engine.cfg.docs_dir, viewer_url=viewer_server)
     assert cite.url.startswith(f"{viewer_server}/view/") and f"from={hit.chunk.start}&to={hit.chunk.end}" in cite.url
     with pytest.raises(urllib.error.HTTPError) as denied:
         urllib.request.urlopen(f"{viewer_server}/view/..%2F..%2Fetc%2Fpasswd", timeout=5)

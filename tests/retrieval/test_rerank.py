@@ -27,13 +27,13 @@ def _tiny_cross_encoder(path: Path) -> Path:
     return path
 
 
-def test_cross_encoder_reranks_the_shortlist(dev_engine: Engine, tmp_path: Path) -> None:
+def test_cross_encoder_reranks_the_shortlist(examples_engine: Engine, tmp_path: Path) -> None:
     model_dir = _tiny_cross_encoder(tmp_path / "tiny-ce")
     reranker = load_reranker(str(model_dir), 1.5)
     assert isinstance(reranker, CrossEncoderReranker)
-    base = dev_engine.searcher()
-    s = Searcher(base.snapshot, dev_engine.embedder, base.cfg, reranker, dev_engine.store)
-    hits = s.search("What is LoRA?", k=10).hits
+    base = examples_engine.searcher()
+    s = Searcher(base.snapshot, examples_engine.embedder, base.cfg, reranker, examples_engine.store)
+    hits = s.search("on-call allowance", k=10).hits
     assert len(hits) == 10
     assert all("cross_encoder" in h.signals for h in hits)
     scores = [h.signals["cross_encoder"] for h in hits]

@@ -117,13 +117,13 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ser
 
 @pytest.mark.slow
 def test_answers_through_a_model_server_survive_it_going_away(
-    dev_engine,
+    examples_engine,
     model_server: tuple[Server, str],  # type: ignore[no-untyped-def]
 ) -> None:
     server, url = model_server
     model = OpenAICompatibleModel(url, timeout_s=60, retries=1)
-    svc = AnswerService(dev_engine.searcher, lambda: model, GateConfig())
-    q = "Does the question-answering pipeline generate its answers or extract them from the provided context?"
+    svc = AnswerService(examples_engine.searcher, lambda: model, GateConfig())
+    q = "What allowance do on-call engineers get per week?"
     first = svc.answer(q)
     assert not first.refused and first.text and (first.citations or first.consulted)
     server.stop()
