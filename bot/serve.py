@@ -18,6 +18,7 @@ from bot.http_server import make_server
 from bot.metrics import Metrics
 from bot.runtime import Runtime
 from bot.scheduler import SyncSchedule
+from bot.scoping import ChannelScopes
 from bot.slack_app import SlackBot
 from bot.viewer import render_view
 from retrieval.errors import SyncBusy
@@ -45,6 +46,7 @@ class Service:
             status=self.health,
             metrics=self.metrics,
             first_delivery=self._claims(),
+            scopes=ChannelScopes.parse(s.channel_folders, s.excluded_channels),
         )
 
     def _claims(self) -> Callable[[str], bool] | None:

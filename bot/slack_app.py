@@ -24,11 +24,14 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from bot.health import Health
 from bot.metrics import Metrics
 from bot.render import escape, fallback_text, slack_blocks, status_blocks, status_text
+from bot.scoping import ChannelScopes
 from retrieval.answer import Answer, AnswerService
+from retrieval.citations import neutralise
 
 log = logging.getLogger("footnote.slack")
 
 WORKING = ":hourglass_flowing_sand: Looking through the docs…"
+NOT_HERE = "Footnote is not enabled in this channel. Ask in another channel or in a direct message."
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 
 
@@ -39,6 +42,8 @@ class Question:
     text: str
     user: str
     context: tuple[str, ...] = ()
+    is_dm: bool = False
+    folders: tuple[str, ...] | None = None
 
 
 class _Seen:
@@ -59,6 +64,33 @@ class _Seen:
             return True
 
 
+class _Stream:
+    """Shows the answer growing in the placeholder while the model writes it.
+
+    Updates are throttled (Slack rate-limits chat.update), and the partial text is
+    neutralised and escaped like the final one: nothing a model writes becomes a
+    ping or a link, even for a second.
+    """
+
+    def __init__(self, bot: SlackBot, q: Question, ts: str) -> None:
+        self.bot, self.q, self.ts = bot, q, ts
+        self.parts: list[str] = []
+        self.last = time.monotonic()
+
+    def on_token(self, piece: str) -> None:
+        self.parts.append(piece)
+        now = time.monotonic()
+        if now - self.last < self.bot.stream_interval_s:
+            return
+        self.last = now
+        partial = escape(neutralise("".join(self.parts))).strip()
+        if partial:
+            try:
+                self.bot.client.chat_update(channel=self.q.channel, ts=self.ts, text=f"{partial} …")
+            except Exception:  # a failed partial update is cosmetic; the final one is what counts
+                log.warning("partial update failed", exc_info=True)
+
+
 class SlackBot:
     """Owns the Bolt app, the answer queue and the threads the bot has answered."""
 
@@ -72,7 +104,11 @@ class SlackBot:
         status: Callable[[], Health] | None = None,
         metrics: Metrics | None = None,
         first_delivery: Callable[[str], bool] | None = None,
+        scopes: ChannelScopes | None = None,
+        stream_interval_s: float = 1.5,
     ) -> None:
+        self.stream_interval_s = stream_interval_s
+        self.scopes = scopes or ChannelScopes({})
         self.answers = answers
         self.status = status
         self.metrics = metrics
@@ -138,7 +174,9 @@ class SlackBot:
         # In a channel, only a follow-up in a thread we answered; an @mention is app_mention's.
         if not is_dm and (not thread or _MENTION.search(text) or not self._known_thread(channel, thread)):
             return
-        self._enqueue(Question(channel, thread or event["ts"], _MENTION.sub("", text).strip(), event.get("user", "")))
+        self._enqueue(
+            Question(channel, thread or event["ts"], _MENTION.sub("", text).strip(), event.get("user", ""), is_dm=is_dm)
+        )
 
     def _on_command(self, ack: Callable[..., None], command: dict[str, Any]) -> None:
         text = (command.get("text") or "").strip()
@@ -150,10 +188,14 @@ class SlackBot:
             health = self.status()
             ack(text=status_text(health), blocks=status_blocks(health))
             return
+        is_dm = command.get("channel_name") == "directmessage"
+        if self.scopes.for_channel(command["channel_id"], is_dm).excluded:
+            ack(NOT_HERE)
+            return
         ack()
         user = command.get("user_id", "")
         posted = self.client.chat_postMessage(channel=command["channel_id"], text=f"<@{user}> asked: {escape(text)}")
-        self._enqueue(Question(command["channel_id"], str(posted["ts"]), text, user))
+        self._enqueue(Question(command["channel_id"], str(posted["ts"]), text, user, is_dm=is_dm))
 
     def _on_home(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
         ack()
@@ -191,6 +233,10 @@ class SlackBot:
 
     def _enqueue(self, q: Question) -> None:
         """Show work at once (or the queue position), then answer in turn."""
+        scope = self.scopes.for_channel(q.channel, q.is_dm)
+        if scope.excluded:
+            self.client.chat_postMessage(channel=q.channel, thread_ts=q.thread_ts, text=NOT_HERE)
+            return
         if not q.text:
             self.client.chat_postMessage(
                 channel=q.channel, thread_ts=q.thread_ts, text="Ask me a question about the docs."
@@ -204,14 +250,15 @@ class SlackBot:
             self._pending += 1
         note = WORKING if ahead == 0 else f"{WORKING} (queued behind {ahead} question{'s' if ahead > 1 else ''})"
         placeholder = self.client.chat_postMessage(channel=q.channel, thread_ts=q.thread_ts, text=note)
-        job = Question(q.channel, q.thread_ts, q.text, q.user, earlier)
+        job = Question(q.channel, q.thread_ts, q.text, q.user, earlier, q.is_dm, scope.folders)
         self._queue.submit(self._answer, job, str(placeholder["ts"]))
 
     def _answer(self, q: Question, placeholder_ts: str) -> None:
         t0 = time.perf_counter()
         result: Answer | None = None
         try:
-            result = self.answers.answer(q.text, context=q.context)
+            stream = _Stream(self, q, placeholder_ts)
+            result = self.answers.answer(q.text, context=q.context, folders=q.folders, on_token=stream.on_token)
             self._show(q, placeholder_ts, result, self._remember(q, result))
         except Exception as exc:  # never silent: the cause is logged, the person sees an error
             log.exception("answering %r failed", q.text)
@@ -237,7 +284,7 @@ class SlackBot:
         return fid
 
     def _show(self, q: Question, ts: str, result: Answer, feedback: str) -> None:
-        blocks = slack_blocks(result, feedback_id=feedback)
+        blocks = slack_blocks(result, collection=result.collection, feedback_id=feedback)
         self._safe_update(q, ts, fallback_text(result), blocks)
 
     def _safe_update(self, q: Question, ts: str, text: str, blocks: list[dict[str, Any]] | None) -> None:

@@ -75,6 +75,10 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("SLACK_APP_TOKEN", "FOOTNOTE_SLACK_APP_TOKEN")
     )
     slack_api_url: str | None = Field(None, description="Override of the Slack Web API base URL (tests, proxies).")
+    channel_folders: str = Field(
+        "", description="Channel -> folders it may search, e.g. 'C0ENG=engineering,*=public,dm=public'."
+    )
+    excluded_channels: str = Field("", description="Comma-separated channel ids where Footnote does not answer.")
 
     def ignore_globs(self) -> tuple[str, ...]:
         return tuple(g.strip() for g in self.ignore.split(",") if g.strip())

@@ -37,6 +37,7 @@ class Answer:
     consulted: list[Citation] = field(default_factory=list)  # shown when the model cited nothing
     nearest: list[str] = field(default_factory=list)  # closest documents, for refusals
     gate: float = 0.0
+    collection: str | None = None  # the folders searched, when the asker's channel is scoped
     dropped_citations: int = 0
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -95,18 +96,39 @@ class AnswerService:
         self.docs_dir = docs_dir
         self.viewer_url = viewer_url
 
-    def answer(self, question: str, context: Sequence[str] = (), on_token: OnToken | None = None) -> Answer:
+    def answer(
+        self,
+        question: str,
+        context: Sequence[str] = (),
+        on_token: OnToken | None = None,
+        folders: Sequence[str] | None = None,
+    ) -> Answer:
+        """Answer from the whole index, or only from documents under ``folders``."""
         t0 = time.perf_counter()
-        result = self._searcher().search(question, k=20, context=context)
+        result = self._searcher().search(question, k=20, context=context, folders=folders)
+        collection = (
+            ", ".join(f.strip("/") + "/" if f.strip("/") else "all documents" for f in folders) if folders else None
+        )
         timings = dict(result.timings)
         t = time.perf_counter()
         decision = decide(result, self.gate, self.max_sources)
         timings["gate"] = (time.perf_counter() - t) * 1000
         nearest = _nearest_docs(result.hits)
         if not decision.answerable:
+            reason = decision.reason
+            if collection and not result.hits:
+                reason = f"no documents in {collection}"
             timings["total"] = (time.perf_counter() - t0) * 1000
             return Answer(
-                question, True, decision.reason, "", [], nearest=nearest, gate=decision.signal, timings=timings
+                question,
+                True,
+                reason,
+                "",
+                [],
+                nearest=nearest,
+                gate=decision.signal,
+                timings=timings,
+                collection=collection,
             )
 
         sources = decision.sources
@@ -133,6 +155,7 @@ class AnswerService:
             return Answer(
                 question, True, "the model found no answer in the sources", "", [], consulted=all_cites,
                 nearest=nearest, gate=decision.signal, dropped_citations=cleaned.dropped, timings=timings,
+                collection=collection,
             )  # fmt: skip
         cited = [all_cites[n - 1] for n in sorted(cleaned.cited)]
         text = cleaned.text
@@ -141,5 +164,5 @@ class AnswerService:
         consulted = [] if cited else all_cites
         return Answer(
             question, False, "answered", text, cited, consulted=consulted, nearest=nearest,
-            gate=decision.signal, dropped_citations=cleaned.dropped, timings=timings,
+            gate=decision.signal, dropped_citations=cleaned.dropped, timings=timings, collection=collection,
         )  # fmt: skip

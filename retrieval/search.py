@@ -49,6 +49,7 @@ class Snapshot:
     bm25: Bm25Index
     embedding_model: str
     by_id: dict[str, int] = field(init=False)
+    _masks: dict[tuple[str, ...], np.ndarray] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_id = {c.id: i for i, c in enumerate(self.chunks)}
@@ -64,6 +65,19 @@ class Snapshot:
         chunks = [stored.chunks[i] for i in idx]
         bm25 = Bm25Index([c.text for c in chunks])
         return cls(chunks, stored.vectors[idx], stored.sentence_vectors[mask], owner[mask], bm25, embedding_model)
+
+    def within(self, folders: Sequence[str] | None) -> np.ndarray | None:
+        """A mask of the chunks under any of ``folders`` (None = no restriction)."""
+        if folders is None:
+            return None
+        key = tuple(sorted(folders))
+        mask = self._masks.get(key)
+        if mask is None:
+            prefixes = tuple(f.strip("/") + "/" for f in key if f.strip("/"))
+            everything = any(not f.strip("/") for f in key)
+            mask = np.fromiter((everything or c.path.startswith(prefixes) for c in self.chunks), bool, len(self.chunks))
+            self._masks[key] = mask
+        return mask
 
     def best_sentence(self, q: np.ndarray) -> np.ndarray:
         """Per chunk, the cosine of its sentence closest to the query."""
@@ -106,30 +120,43 @@ class Searcher:
         """The same snapshot without the store: consistent while a sync rewrites the store."""
         return Searcher(self.snapshot, self.embedder, self.cfg, self.reranker, None)
 
-    def search(self, query: str, k: int = 20, context: Sequence[str] = ()) -> SearchResult:
-        """Rank chunks for ``query``; ``context`` (earlier questions in a thread) widens the query."""
+    def search(
+        self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None
+    ) -> SearchResult:
+        """Rank chunks for ``query``; ``context`` (earlier questions in a thread) widens the query.
+
+        ``folders`` (path prefixes) restricts the search to documents under them: a
+        channel sees only its collection. Chunks outside are never candidates.
+        """
         snap = self.snapshot
         timings: dict[str, float] = {}
         t = time.perf_counter()
         full = " ".join([*context, query])
         q = self.embedder.embed([full])[0]
         timings["embed"] = _lap(t)
-        if not snap.chunks:
+        allowed = snap.within(folders)
+        if not snap.chunks or (allowed is not None and not allowed.any()):
             return SearchResult(query, [], 1.0, snap.bm25.coverage(full), timings)
 
         t = time.perf_counter()
         cos = snap.vectors @ q
-        dense_ids = self._dense(q, cos)
+        if allowed is not None:
+            cos = np.where(allowed, cos, -2.0)  # below any real cosine: never a candidate
+        dense_ids = self._dense(q, cos, exact=allowed is not None)
         timings["dense"] = _lap(t)
 
         t = time.perf_counter()
         bm = snap.bm25.scores(full)
+        if allowed is not None:
+            bm = np.where(allowed, bm, 0.0)
         top_bm = np.argsort(-bm)[: self.cfg.candidates]
         top_bm = top_bm[bm[top_bm] > 0]
         timings["bm25"] = _lap(t)
 
         t = time.perf_counter()
         cands = self._fuse(dense_ids, top_bm, cos, bm)
+        if allowed is not None:
+            cands = [c for c in cands if allowed[c.index]]
         timings["fuse"] = _lap(t)
 
         t = time.perf_counter()
@@ -141,10 +168,10 @@ class Searcher:
         best_distance = float(1.0 - cos.max())
         return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings)
 
-    def _dense(self, q: np.ndarray, cos: np.ndarray) -> list[int]:
+    def _dense(self, q: np.ndarray, cos: np.ndarray, exact: bool = False) -> list[int]:
         """Dense candidates: Chroma's HNSW when a store is attached, else an exact scan."""
         n = self.cfg.candidates
-        if self.store is not None:
+        if self.store is not None and not exact:
             ids, _ = self.store.query(q, n)
             found = [self.snapshot.by_id[i] for i in ids if i in self.snapshot.by_id]
             if found:

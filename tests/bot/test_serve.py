@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.fake_slack import FakeSlack, signed_post
 from bot.http_server import serve_in_thread
 from bot.runtime import Runtime
 from bot.serve import Service
 from config.settings import load_settings
-from tests.bot.fake_slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES
 
 SECRET = "serve-secret"

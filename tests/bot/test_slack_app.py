@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
+from bot.fake_slack import FakeSlack, signed_post
 from bot.health import index_health
 from bot.http_server import make_server, serve_in_thread
+from bot.scoping import ChannelScopes
 from bot.slack_app import SlackBot
 from retrieval.answer import AnswerService
 from retrieval.engine import Engine
 from retrieval.errors import ModelError
 from retrieval.gate import GateConfig
 from retrieval.llm import LanguageModel, Message, OnToken
-from tests.bot.fake_slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES
 
 SECRET = "test-signing-secret"
@@ -47,10 +48,12 @@ class Scripted:
 
 
 class Harness:
-    def __init__(self, engine: Engine, model: LanguageModel, data: Path) -> None:
+    def __init__(self, engine: Engine, model: LanguageModel, data: Path, **bot_kw: Any) -> None:
         self.slack = FakeSlack()
         svc = AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=EXAMPLES)
-        self.bot = SlackBot(svc, "xoxb-test", SECRET, data, api_url=self.slack.url, status=lambda: index_health(engine))
+        self.bot = SlackBot(
+            svc, "xoxb-test", SECRET, data, api_url=self.slack.url, status=lambda: index_health(engine), **bot_kw
+        )
         self.server = make_server(self.bot.app, "127.0.0.1", 0, lambda: {"ok": True})
         serve_in_thread(self.server)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/slack/events"
@@ -121,8 +124,8 @@ class Harness:
 def harness_factory(examples_engine: Engine, tmp_path: Path) -> Iterator[Any]:
     made: list[Harness] = []
 
-    def make(model: LanguageModel) -> Harness:
-        h = Harness(examples_engine, model, tmp_path / "data")
+    def make(model: LanguageModel, **bot_kw: Any) -> Harness:
+        h = Harness(examples_engine, model, tmp_path / "data", **bot_kw)
         made.append(h)
         return h
 
@@ -324,3 +327,53 @@ def test_app_home_shows_index_health(harness_factory: Any, examples_engine: Engi
     view = published["view"] if isinstance(published["view"], dict) else json.loads(published["view"])
     assert published["user_id"] == "U7" and view["type"] == "home"
     assert f"{examples_engine.manifest.totals()['chunks']} chunks" in json.dumps(view["blocks"])
+
+
+class Streaming(Scripted):
+    """Writes its reply a few characters at a time, like a real model."""
+
+    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
+        pieces = ["Within ", "5 ", "minutes ", "<!channel> ", "[1]", "."]
+        for p in pieces:
+            time.sleep(0.15)
+            if on_token:
+                on_token(p)
+        return "".join(pieces)
+
+
+def test_the_answer_grows_in_place_while_the_model_writes(harness_factory: Any) -> None:
+    h = harness_factory(Streaming(), stream_interval_s=0.2)
+    h.mention(ANSWERABLE, ts="600.1")
+    updates = h.finals(expect=1)
+    partial, final = updates[:-1], updates[-1]
+    assert len(partial) >= 2 and all(u["text"].endswith("…") for u in partial)
+    assert all(u["ts"] == final["ts"] for u in updates)  # one message, updated in place
+    assert "<!channel>" not in json.dumps(updates) and "Within 5 minutes" in final["text"]
+    assert "Sources" in _text_of(final)
+
+
+def test_rate_limited_calls_are_retried_after_retry_after(harness_factory: Any) -> None:
+    h = harness_factory(Scripted())
+    h.slack.rate_limit("chat.postMessage", times=1)
+    h.mention(ANSWERABLE, ts="700.1")
+    (final,) = h.finals(expect=1)
+    assert h.slack.throttled == ["chat.postMessage"]
+    posts = [t for m, t in h.slack.seen_at if m == "chat.postMessage"]
+    assert len(posts) == 2 and posts[1] - posts[0] >= 0.9  # waited for Retry-After: 1
+    assert "[1]" in _text_of(final)
+
+
+def test_channel_scoping_and_excluded_channels(harness_factory: Any) -> None:
+    model = Scripted()
+    scopes = ChannelScopes.parse("C1=engineering", "CQUIET")
+    h = harness_factory(model, scopes=scopes)
+    h.mention(ANSWERABLE, ts="800.1")  # C1 may only search engineering/, where nothing is indexed
+    (final,) = h.finals(expect=1)
+    assert "couldn't find" in _text_of(final) and "Searched: engineering/" in _text_of(final)
+    h.event({"type": "app_mention", "user": "U1", "text": "<@UBOT> hi?", "ts": "801.1", "channel": "CQUIET"})
+    deadline = time.time() + 5
+    while len(h.slack.of("chat.postMessage")) < 2 and time.time() < deadline:
+        time.sleep(0.02)
+    quiet = [p for p in h.slack.of("chat.postMessage") if p["channel"] == "CQUIET"]
+    assert len(quiet) == 1 and "not enabled in this channel" in quiet[0]["text"] and quiet[0]["thread_ts"] == "801.1"
+    assert model.prompts == []

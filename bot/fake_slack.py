@@ -1,4 +1,8 @@
-"""A fake Slack Web API on 127.0.0.1 (port 0) that records every call."""
+"""A fake Slack Web API on 127.0.0.1 (port 0) that records every call.
+
+Used by the tests and by ``footnote bench --slack`` to drive the real Bolt app without
+a workspace. It can answer 429 (with ``Retry-After``) to exercise rate-limit retries.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ class FakeSlack:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._ts = itertools.count(1)
+        self._throttle: dict[str, int] = {}  # method -> how many calls still get a 429
+        self.throttled: list[str] = []
+        self.seen_at: list[tuple[str, float]] = []  # (method, time.monotonic()) of every call
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,6 +36,21 @@ class FakeSlack:
             def do_POST(self) -> None:
                 method = self.path.rsplit("/", 1)[-1]
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                with outer._lock:
+                    outer.seen_at.append((method, time.monotonic()))
+                    limited = outer._throttle.get(method, 0) > 0
+                    if limited:
+                        outer._throttle[method] -= 1
+                        outer.throttled.append(method)
+                if limited:
+                    data = json.dumps({"ok": False, "error": "ratelimited"}).encode()
+                    self.send_response(429)
+                    self.send_header("Retry-After", "1")
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if "json" in (self.headers.get("Content-Type") or ""):
                     params: dict[str, Any] = json.loads(raw or "{}")
                 else:
@@ -57,6 +79,11 @@ class FakeSlack:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def rate_limit(self, method: str, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` get 429 Too Many Requests, Retry-After: 1."""
+        with self._lock:
+            self._throttle[method] = times
 
     def of(self, method: str) -> list[dict[str, Any]]:
         with self._lock:

@@ -1,0 +1,48 @@
+"""Which documents a Slack channel may search: channel -> folders of the drive.
+
+Set ``FOOTNOTE_CHANNEL_FOLDERS`` to comma-separated ``CHANNEL=folder|folder`` entries;
+``*`` is the default for channels not listed and ``dm`` is for direct messages, e.g.
+
+    C0ENG123=engineering,C0HR456=hr|policies,*=public,dm=public|engineering
+
+With no entry for a channel and no ``*``, a channel searches everything.
+``FOOTNOTE_EXCLUDED_CHANNELS`` lists channels where Footnote does not answer at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from retrieval.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Scope:
+    folders: tuple[str, ...] | None  # None: the whole index
+    excluded: bool = False
+
+
+@dataclass(frozen=True)
+class ChannelScopes:
+    mapping: dict[str, tuple[str, ...]]
+    excluded: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, mapping: str, excluded: str = "") -> ChannelScopes:
+        out: dict[str, tuple[str, ...]] = {}
+        for entry in filter(None, (e.strip() for e in mapping.split(","))):
+            key, sep, folders = entry.partition("=")
+            names = tuple(f.strip().strip("/") for f in folders.split("|") if f.strip())
+            if not sep or not key.strip() or not names:
+                raise ConfigError(f"FOOTNOTE_CHANNEL_FOLDERS entry {entry!r} should look like C0123ABC=folder|other")
+            if any(".." in n.split("/") for n in names):
+                raise ConfigError(f"FOOTNOTE_CHANNEL_FOLDERS entry {entry!r} may not leave the docs folder")
+            out[key.strip()] = names
+        return cls(out, frozenset(c.strip() for c in excluded.split(",") if c.strip()))
+
+    def for_channel(self, channel: str, is_dm: bool = False) -> Scope:
+        if channel in self.excluded:
+            return Scope(None, excluded=True)
+        key = "dm" if is_dm and "dm" in self.mapping else channel
+        folders = self.mapping.get(key, self.mapping.get("*"))
+        return Scope(folders)
