@@ -62,6 +62,7 @@ def bench(
     synthetic: int,
     echo: Echo,
     generated: int = 0,
+    slack: int = 0,
 ) -> None:
     echo("Sync (on a temporary copy of the folder):")
     for line in _sync_figures(settings, docs_dir, generated):
@@ -89,6 +90,9 @@ def bench(
         if answers:
             echo(f"\nAnswers over {min(answers, len(qs))} questions ({rt.model.name}):")
             echo("\n".join(_answer_lines(rt, qs[:answers])))
+        if slack:
+            echo(f"\nSlack, through the real Bolt app and a fake Web API, {min(slack, len(qs))} questions one by one:")
+            echo("\n".join(_slack_lines(rt, qs[:slack], Path(tmp))))
         echo(f"\npeak RSS               {peak_rss_mb():.0f} MB")
     if synthetic:
         echo(f"\nSynthetic index of {synthetic:,} chunks (generated text, random unit vectors):")
@@ -169,6 +173,44 @@ def _answer_lines(rt: Runtime, qs: Sequence[str]) -> list[str]:
     lines = _stage_lines(samples, ("llm_prompt", "generation", "total"))
     lines.append(f"  ({refused} refused by the gate or the model; refusals skip the model)")
     return lines
+
+
+def _slack_lines(rt: Runtime, qs: Sequence[str], tmp: Path) -> list[str]:
+    """Signed request in -> first visible sign of work (the placeholder) -> final answer."""
+    import json
+
+    from bot.fake_slack import FakeSlack, signed_post
+    from bot.http_server import make_server, serve_in_thread
+    from bot.slack_app import SlackBot
+
+    secret = "bench-secret"
+    fake = FakeSlack()
+    bot = SlackBot(rt.answers, "xoxb-bench", secret, tmp / "slack", api_url=fake.url)
+    server = make_server(bot.app, "127.0.0.1", 0, lambda: {"ok": True})
+    serve_in_thread(server)
+    url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
+    samples: dict[str, list[float]] = {}
+    try:
+        for i, q in enumerate(qs):
+            ts = f"9000.{i:04d}"
+            event = {
+                "type": "event_callback", "event_id": f"EvBench{i}", "team_id": "T1", "api_app_id": "A1",
+                "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {q}", "ts": ts, "channel": "C1"},
+            }  # fmt: skip
+            t0 = time.monotonic()
+            signed_post(url, json.dumps(event), "application/json", secret)
+            samples.setdefault("ack (HTTP 200)", []).append((time.monotonic() - t0) * 1000)
+            while not any(p.get("thread_ts") == ts for p in fake.of("chat.postMessage")):
+                time.sleep(0.002)
+            samples.setdefault("first visible sign", []).append((time.monotonic() - t0) * 1000)
+            bot.drain(300)
+            last_update = max(t for m, t in fake.seen_at if m == "chat.update")
+            samples.setdefault("final answer", []).append((last_update - t0) * 1000)
+    finally:
+        server.shutdown()
+        server.server_close()
+        fake.close()
+    return _stage_lines(samples, ("ack (HTTP 200)", "first visible sign", "final answer"))
 
 
 def _synthetic(rt: Runtime, n: int, seed: int = 7) -> list[str]:

@@ -339,10 +339,17 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     "--synthetic", default=100_000, show_default=True, help="Chunks in the synthetic growth index (0 = skip)."
 )
 @click.option("--generated", default=0, show_default=True, help="Also time a sync of this many generated documents.")
+@click.option("--slack", default=10, show_default=True, help="Questions sent through the Bolt app (0 = skip).")
 @click.pass_obj
 @_friendly
 def bench(
-    settings: Settings, docs_dir: Path | None, questions: Path | None, answers: int, synthetic: int, generated: int
+    settings: Settings,
+    docs_dir: Path | None,
+    questions: Path | None,
+    answers: int,
+    synthetic: int,
+    generated: int,
+    slack: int,
 ) -> None:
     """Print throughput, per-stage latency (p50/p95), answer time and peak memory.
 
@@ -353,7 +360,7 @@ def bench(
     from bot.bench import bench as run_bench
 
     qs = [q.question for q in _read_questions(questions, needs_needle=False)] if questions else []
-    run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated)
+    run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated, slack)
 
 
 @main.command()
