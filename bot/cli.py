@@ -230,6 +230,12 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
         click.echo(json.dumps(answer_json(result)) if as_json else answer_text(result) + "\n")
 
 
+def _docs_option(help_text: str) -> Callable[[F], F]:
+    return click.option(  # type: ignore[return-value]
+        "--docs", "docs_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help=help_text
+    )
+
+
 def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     from retrieval.eval_suite import Question
 
@@ -245,12 +251,7 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
 
 
 @main.command("eval")
-@click.option(
-    "--docs",
-    "docs_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Documents to evaluate on [default FOOTNOTE_DOCS_DIR].",
-)
+@_docs_option("Documents to evaluate on [default FOOTNOTE_DOCS_DIR].")
 @click.option(
     "--questions",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -321,12 +322,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
 
 
 @main.command()
-@click.option(
-    "--docs",
-    "docs_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Documents to index [default FOOTNOTE_DOCS_DIR].",
-)
+@_docs_option("Documents to index [default FOOTNOTE_DOCS_DIR].")
 @click.option(
     "--questions",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -65,3 +65,24 @@ def test_status_text_lists_counts_reasons_and_sync_times() -> None:
     assert "no text layer" in text and "&lt;!channel&gt;" in text and "<!channel>" not in text
     assert status_blocks(h)[0]["type"] == "section"
     assert not h.ok or h.last_sync_error is None
+
+
+def test_page_sheet_and_time_locators_reach_the_sources_block_and_json() -> None:
+    from bot.render import answer_json
+
+    cites = [
+        Citation(1, "t.pdf", "Travel", "p. 2", 70, 140, "Hotels up to 1,400 DKK.", "file:///d/t.pdf#page=2",
+                 "#page=2", "p. 2", 0.2, {"page": 2}),
+        Citation(2, "c.xlsx", "Contacts", "Escalation", 0, 60, "Severity: SEV1; Who: Birgitte",
+                 "file:///d/c.xlsx#sheet=Escalation&range=A3:C3", "#sheet=Escalation&range=A3:C3",
+                 "Escalation!A3:C3", 0.3, {"sheet": "Escalation", "range": "A3:C3"}),
+        Citation(3, "call.vtt", "call", "Transcript", 0, 50, "Retention is eighteen months.",
+                 "file:///d/call.mp4#t=132.4,138.25", "#t=132.4,138.25", "2:12–2:18", 0.3, {"start": 132.4, "end": 138.25}),
+    ]  # fmt: skip
+    a = Answer("q", False, "answered", "Yes [1][2][3].", cites)
+    text = json.dumps(slack_blocks(a), ensure_ascii=False)
+    assert "<file:///d/t.pdf#page=2|Travel — p. 2>" in text  # the label is the section: not repeated
+    assert "Contacts — Escalation (Escalation!A3:C3)" in text and "call — Transcript (2:12–2:18)" in text
+    js = answer_json(a)["citations"]
+    assert js[0]["page"] == 2 and js[1]["sheet"] == "Escalation" and js[1]["range"] == "A3:C3"
+    assert js[2]["start"] == 132.4 and js[2]["end"] == 138.25 and js[2]["locator"] == "#t=132.4,138.25"
