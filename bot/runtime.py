@@ -48,6 +48,7 @@ class Runtime:
             chroma_url=s.chroma_url,
             ignore=s.ignore_globs(),
             extract_timeout_s=s.extract_timeout_s,
+            ocr=s.ocr,
         )
         return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence))
 

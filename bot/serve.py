@@ -83,19 +83,20 @@ class Service:
         )  # fmt: skip
 
     def http_server(self, host: str, port: int) -> ThreadingHTTPServer:
-        docs, runner = self.rt.settings.docs_dir, self.rt.engine.indexer.runner
+        docs, runner, ocr = self.rt.settings.docs_dir, self.rt.engine.indexer.runner, self.rt.settings.ocr
         return make_server(
             self.bot.app,
             host,
             port,
             self.health_json,
-            lambda path, query: render_view(docs, path, query, runner.extract),
+            lambda path, query: render_view(docs, path, query, runner.extract, ocr),
             self.metrics.render,
         )
 
 
 def run(rt: Runtime, *, socket: bool, host: str, port: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per scheduled run is noise
     svc = Service(rt)
     svc.sync()
     rt.engine.searcher()

@@ -57,13 +57,15 @@ def _span(query: dict[str, str], size: int) -> tuple[int, int] | None:
     return (start, end) if 0 <= start < end <= size else None
 
 
-def render_view(docs_dir: Path, raw_path: str, query: dict[str, str], extract: Extract) -> tuple[int, str]:
+def render_view(
+    docs_dir: Path, raw_path: str, query: dict[str, str], extract: Extract, ocr: bool = False
+) -> tuple[int, str]:
     """(HTTP status, HTML page)."""
     target = safe_path(docs_dir, raw_path)
     if target is None:
         return 404, "<!doctype html><title>Not found</title><p>No such document in the docs folder.</p>"
     rel = target.relative_to(docs_dir.resolve()).as_posix()
-    ex = extractor_for(rel)
+    ex = extractor_for(rel, ocr)
     if ex is None:
         return 415, "<!doctype html><title>Unsupported</title><p>Footnote cannot show this file type.</p>"
     try:

@@ -27,6 +27,7 @@ class Settings(BaseSettings):
         None,
         description="Where `footnote serve` is reachable (e.g. https://footnote.example.com); links open its /view/ page.",
     )
+    ocr: bool = Field(False, description="Read image-only PDF pages with tesseract (apt install tesseract-ocr).")
     extract_timeout_s: float = Field(60.0, gt=0, description="Time limit for extracting one file (PDF, office).")
     ignore: str = Field(
         "", description="Comma-separated globs (relative paths) the sync skips, e.g. 'archive/*,*.bak'."

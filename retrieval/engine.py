@@ -39,6 +39,7 @@ class EngineConfig:
     chroma_url: str | None = None
     ignore: tuple[str, ...] = ()
     extract_timeout_s: float = 60.0
+    ocr: bool = False  # read image-only PDF pages with tesseract
     refresh_s: float = 5.0  # how often a replica checks whether another one changed the index
 
 
@@ -129,6 +130,7 @@ class Engine:
             cfg.max_file_bytes,
             cfg.ignore,
             ExtractionRunner(cfg.extract_timeout_s),
+            cfg.ocr,
         )
         self._sync_lock = threading.Lock()
         self._searcher: Searcher | None = None

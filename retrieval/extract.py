@@ -130,7 +130,7 @@ class MarkdownExtractor:
         return Document(rel_path, title, text, sections, self.name, self.version)
 
 
-def _registry() -> tuple[Extractor, ...]:
+def _registry(ocr: bool = False) -> tuple[Extractor, ...]:
     # Imported here: the format modules import this one (decode_text).
     from retrieval.formats.docx import DocxExtractor
     from retrieval.formats.html import HtmlExtractor
@@ -141,7 +141,7 @@ def _registry() -> tuple[Extractor, ...]:
 
     return (
         MarkdownExtractor(),
-        PdfExtractor(),
+        PdfExtractor(ocr=ocr),
         DocxExtractor(),
         XlsxExtractor(),
         CsvExtractor(),
@@ -152,12 +152,13 @@ def _registry() -> tuple[Extractor, ...]:
 
 
 EXTRACTORS: tuple[Extractor, ...] = _registry()
+OCR_EXTRACTORS: tuple[Extractor, ...] = _registry(ocr=True)
 
 
-def extractor_for(path: str | Path) -> Extractor | None:
+def extractor_for(path: str | Path, ocr: bool = False) -> Extractor | None:
     """The extractor that handles this file's suffix, or None when the type is unsupported."""
     suffix = PurePath(str(path)).suffix.lower()
-    for ex in EXTRACTORS:
+    for ex in OCR_EXTRACTORS if ocr else EXTRACTORS:
         if suffix in ex.suffixes:
             return ex
     return None

@@ -98,7 +98,9 @@ class Indexer:
         max_file_bytes: int,
         ignore: Sequence[str] = (),
         runner: ExtractionRunner | None = None,
+        ocr: bool = False,
     ) -> None:
+        self.ocr = ocr
         self.docs_dir = docs_dir
         self.store = store
         self.manifest = manifest
@@ -118,7 +120,7 @@ class Indexer:
         )
 
     def expected_stamps(self, path: str) -> Stamps | None:
-        ex = extractor_for(path)
+        ex = extractor_for(path, self.ocr)
         return self.stamps(ex) if ex else None
 
     def mark_stale(self) -> list[str]:
@@ -150,7 +152,7 @@ class Indexer:
             if only is not None and src.rel not in only:
                 seen.add(src.rel)
                 continue
-            ex = extractor_for(src.rel)
+            ex = extractor_for(src.rel, self.ocr)
             if ex is None:
                 report.skipped[src.rel] = "unsupported file type"
                 continue

@@ -20,6 +20,11 @@ class PdfExtractor:
     version: str = "1"
     suffixes: tuple[str, ...] = (".pdf",)
     isolated: bool = True
+    ocr: bool = False  # read image-only pages with tesseract
+
+    def __post_init__(self) -> None:
+        if self.ocr:  # part of the stamp: turning OCR on rebuilds the PDFs that had no text
+            object.__setattr__(self, "version", f"{self.version}+ocr")
 
     def extract(self, rel_path: str, data: bytes) -> Document:
         from pypdf import PdfReader
@@ -38,11 +43,19 @@ class PdfExtractor:
             raise ExtractionError("encrypted PDF: it needs a password to open") from exc
         except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
             raise ExtractionError(f"corrupt PDF: {exc}") from exc
+        blank = [n for n, text in enumerate(pages, start=1) if not text.strip()]
+        read: dict[int, str] = {}
+        if blank and self.ocr:
+            from retrieval.formats.ocr import ocr_pages
+
+            read = ocr_pages(data, blank)
         b = TextBuilder(PAGE_BREAK)
         for n, text in enumerate(pages, start=1):
-            b.section(f"p. {n}", [text], {"page": n})
+            meta = {"page": n, "ocr": True} if n in read else {"page": n}
+            b.section(f"p. {n}", [read.get(n, text)], meta)
         if b.empty:
-            raise ExtractionError(f"image-only PDF ({len(pages)} pages): no text layer; OCR not enabled")
+            why = "OCR found no text either" if self.ocr else "OCR not enabled"
+            raise ExtractionError(f"image-only PDF ({len(pages)} pages): no text layer; {why}")
         meta_title = (reader.metadata.title if reader.metadata else None) or ""
         title = str(meta_title).strip() or PurePath(rel_path).stem
         return b.document(rel_path, title, self.name, self.version, locator="page")

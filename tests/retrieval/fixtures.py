@@ -103,3 +103,22 @@ HTML = """<!doctype html><html><head><title>Wiki: Deploys</title><script>var x =
 def zip_bomb(path: Path) -> None:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("word/document.xml", b"\0" * 60_000_000)
+
+
+def scanned_pdf(pages: list[str]) -> bytes:
+    """A PDF whose pages are pictures of text: what a scanner produces."""
+    from fpdf import FPDF
+    from PIL import Image, ImageDraw, ImageFont
+
+    pdf = FPDF()
+    font = ImageFont.load_default(size=44)
+    for text in pages:
+        img = Image.new("RGB", (1654, 2339), "white")  # A4 at 200 dpi
+        draw = ImageDraw.Draw(img)
+        y = 150
+        for line in text.split("\n"):
+            draw.text((120, y), line, fill="black", font=font)
+            y += 70
+        pdf.add_page()
+        pdf.image(img, x=0, y=0, w=210, h=297)
+    return bytes(pdf.output())
