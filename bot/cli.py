@@ -309,7 +309,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             target=settings.chunk_size,
             gate=rt.gate_config(),
             max_sources=settings.max_sources,
-            default_label=f"default: {settings.fusion} fusion + {settings.reranker or 'sentence'} rerank",
+            default_label=f"default: {settings.fusion} fusion + {settings.reranker or 'sentence + section'} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
         )
     click.echo(format_eval(report))

@@ -50,7 +50,7 @@ class Runtime:
             extract_timeout_s=s.extract_timeout_s,
             ocr=s.ocr,
         )
-        return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence))
+        return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence, s.weight_section))
 
     @cached_property
     def model(self) -> LanguageModel:

@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     fusion: str = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
     weight_bm25: float = Field(0.5, ge=0, description="Weight of the query-normalised BM25 score.")
     weight_sentence: float = Field(1.5, ge=0, description="Weight of the best-sentence cosine.")
+    weight_section: float = Field(1.5, ge=0, description="Weight of the best sentence of the chunk's section.")
     reranker: str | None = Field(None, description="CrossEncoder directory or hub id; unset = built-in.")
     candidates: int = Field(50, ge=4, description="Candidates taken from each retriever before scoring.")
     max_sources: int = Field(4, ge=1, le=10, description="Sources given to the model.")

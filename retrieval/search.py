@@ -49,10 +49,17 @@ class Snapshot:
     bm25: Bm25Index
     embedding_model: str
     by_id: dict[str, int] = field(init=False)
+    section_of: np.ndarray = field(init=False)  # chunk -> its (document, section) group
+    n_sections: int = field(init=False)
     _masks: dict[tuple[str, ...], np.ndarray] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_id = {c.id: i for i, c in enumerate(self.chunks)}
+        groups: dict[tuple[str, str], int] = {}
+        self.section_of = np.fromiter(
+            (groups.setdefault((c.path, c.section), len(groups)) for c in self.chunks), np.int64, len(self.chunks)
+        )
+        self.n_sections = len(groups)
 
     @classmethod
     def build(cls, stored: StoredIndex, embedding_model: str, keep: Callable[[str], bool] | None = None) -> Snapshot:
@@ -78,6 +85,13 @@ class Snapshot:
             mask = np.fromiter((everything or c.path.startswith(prefixes) for c in self.chunks), bool, len(self.chunks))
             self._masks[key] = mask
         return mask
+
+    def section_max(self, per_chunk: np.ndarray) -> np.ndarray:
+        """For each chunk, the maximum of ``per_chunk`` over all chunks of its section."""
+        top = np.full(self.n_sections, -np.inf, dtype=np.float32)
+        if len(per_chunk):
+            np.maximum.at(top, self.section_of, per_chunk)
+        return top[self.section_of]
 
     def best_sentence(self, q: np.ndarray) -> np.ndarray:
         """Per chunk, the cosine of its sentence closest to the query."""
