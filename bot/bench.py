@@ -64,10 +64,6 @@ def bench(
     generated: int = 0,
     slack: int = 0,
 ) -> None:
-    echo("Sync (on a temporary copy of the folder):")
-    for line in _sync_figures(settings, docs_dir, generated):
-        echo(line)
-    echo("")
     with tempfile.TemporaryDirectory(prefix="footnote-bench-") as tmp:
         rt = Runtime(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
         t = time.perf_counter()
@@ -93,7 +89,10 @@ def bench(
         if slack:
             echo(f"\nSlack, through the real Bolt app and a fake Web API, {min(slack, len(qs))} questions one by one:")
             echo("\n".join(_slack_lines(rt, qs[:slack], Path(tmp))))
-        echo(f"\npeak RSS               {peak_rss_mb():.0f} MB")
+        echo(f"\npeak RSS               {peak_rss_mb():.0f} MB (everything above loaded)")
+    echo("\nSync (on a temporary copy of the folder):")
+    for line in _sync_figures(settings, docs_dir, generated):
+        echo(line)
     if synthetic:
         echo(f"\nSynthetic index of {synthetic:,} chunks (generated text, random unit vectors):")
         for line in _synthetic(rt, synthetic):

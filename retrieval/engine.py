@@ -6,6 +6,8 @@ current :class:`Snapshot`, swapped atomically after each sync.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import fcntl
 import os
 import socket
@@ -41,6 +43,16 @@ class EngineConfig:
     extract_timeout_s: float = 60.0
     ocr: bool = False  # read image-only PDF pages with tesseract
     refresh_s: float = 5.0  # how often a replica checks whether another one changed the index
+
+
+def release_memory() -> None:
+    """Hand freed heap back to the OS after a sync that embedded text.
+
+    Embedding leaves ~100 MB of freed-but-kept malloc arenas (measured on the dev
+    set); glibc's ``malloc_trim`` returns them. Elsewhere it is a no-op.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class FileLease:
@@ -164,6 +176,8 @@ class Engine:
                 self.lease.release()
             self._generation = self.lease.generation()
             self._searcher = self._build() if before is not None else None
+            if report.chunks_embedded:
+                release_memory()
             self.last_sync = LastSync(time.time(), report.seconds, report)
             return report
 
