@@ -177,16 +177,16 @@ class Indexer:
             old = moved_from.get(digest)
             if old is not None:
                 report.renamed[old] = src.rel
-            prepared = self._prepare(src, ex, data, digest, report, reuse=[src.rel, *([old] if old else [])])
+            prepared = self._prepare(src, ex, data, digest, report, [src.rel, *([old] if old else [])], known)
             if prepared is None:
                 bar.update()
                 continue
             batch.append(prepared)
             # Many small documents are embedded together: one model call per batch, not per file.
             if sum(len(p.chunks) for p in batch) >= EMBED_BATCH_CHUNKS:
-                self._write(batch, report, bar)
+                self._write(batch, known, report, bar)
                 batch = []
-        self._write(batch, report, bar)
+        self._write(batch, known, report, bar)
         bar.close()
         if gone:
             self.store.delete_paths(gone)
@@ -206,7 +206,14 @@ class Indexer:
             return None, f"cannot read the file: {exc.strerror or exc}"
 
     def _prepare(
-        self, src: SourceFile, ex: Extractor, data: bytes, digest: str, report: SyncReport, reuse: Sequence[str]
+        self,
+        src: SourceFile,
+        ex: Extractor,
+        data: bytes,
+        digest: str,
+        report: SyncReport,
+        reuse: Sequence[str],
+        known: dict[str, DocRecord],
     ) -> _Prepared | None:
         """Extract and chunk one file; a failure is recorded and gives None."""
         try:
@@ -224,28 +231,35 @@ class Indexer:
         stamps = self.stamps(ex)
         # A vector depends only on the model and the text, so any stored document of
         # the same model can lend its vectors, even one built by another pipeline.
-        usable = [p for p in reuse if (r := self.manifest.get(p)) and r.chunks > 0 and _same_model(r.stamps, stamps)]
+        usable = [p for p in reuse if (r := known.get(p)) and r.chunks > 0 and _same_model(r.stamps, stamps)]
         return _Prepared(
             src.rel, digest, len(data), doc.title, chunks, [sentences(c.content) for c in chunks], stamps, usable
         )
 
-    def _write(self, batch: list[_Prepared], report: SyncReport, bar: tqdm) -> None:  # type: ignore[type-arg]
-        """Embed what the batch needs (reusing stored vectors), then store each document in turn."""
+    def _write(
+        self,
+        batch: list[_Prepared],
+        known: dict[str, DocRecord],
+        report: SyncReport,
+        bar: tqdm,  # type: ignore[type-arg]
+    ) -> None:
+        """Embed what the batch needs (reusing stored vectors), then store its documents together."""
         if not batch:
             return
         chunk_cache, sentence_cache = self.store.vectors_for(sorted({p for b in batch for p in b.reuse}))
-        fresh = {t for b in batch for c in b.chunks if (t := c.text) not in chunk_cache}
-        self._embed(chunk_cache, [c.text for b in batch for c in b.chunks])
-        self._embed(sentence_cache, [s for b in batch for group in b.sentences for s in group])
+        chunks = [c for b in batch for c in b.chunks]
+        fresh = {c.text for c in chunks} - chunk_cache.keys()
+        vectors = self._embed(chunk_cache, [c.text for c in chunks])
+        groups = [g for b in batch for g in b.sentences]
+        flat = self._embed(sentence_cache, [s for g in groups for s in g])
+        ends = np.cumsum([len(g) for g in groups])
+        per_chunk = [flat[end - len(g) : end] for g, end in zip(groups, ends, strict=True)]
         # Crash safety: every document of the batch is marked "being written" before its
         # old chunks go, and "indexed" only after its new ones are stored and counted.
-        self.manifest.put_many([self._writing(b.rel, b.digest) for b in batch])
+        self.manifest.put_many([self._writing(b.rel, b.digest, known.get(b.rel)) for b in batch])
         paths = [b.rel for b in batch]
         self.store.delete_paths(paths)
-        chunks = [c for b in batch for c in b.chunks]
-        vectors, _ = self._embed(chunk_cache, [c.text for c in chunks])
-        groups = [g for b in batch for g in b.sentences]
-        self.store.add(chunks, vectors, groups, [self._embed(sentence_cache, g)[0] for g in groups])
+        self.store.add(chunks, vectors, groups, per_chunk)
         stored = self.store.count_by_path(paths)
         self.manifest.put_many(
             [DocRecord(b.rel, b.digest, INDEXED, None, stored.get(b.rel, 0), b.stamps, b.size, b.title) for b in batch]
@@ -259,18 +273,18 @@ class Indexer:
         bar.set_postfix_str(batch[-1].rel[-40:], refresh=False)
         bar.update(len(batch))
 
-    def _embed(self, cache: dict[str, np.ndarray], texts: list[str]) -> tuple[np.ndarray, int]:
-        """Vectors for ``texts``, embedding only those the cache does not hold."""
+    def _embed(self, cache: dict[str, np.ndarray], texts: list[str]) -> np.ndarray:
+        """Vectors for ``texts``, embedding only those the cache does not hold (and adding them to it)."""
         missing = list(dict.fromkeys(t for t in texts if t not in cache))
         if missing:
             cache.update(zip(missing, self.embedder.embed(missing), strict=True))
         if not texts:
-            return np.zeros((0, self.embedder.dimension), np.float32), 0
-        return np.stack([cache[t] for t in texts]).astype(np.float32), len(missing)
+            return np.zeros((0, self.embedder.dimension), np.float32)
+        return np.stack([cache[t] for t in texts]).astype(np.float32)
 
-    def _writing(self, rel: str, digest: str) -> DocRecord:
+    @staticmethod
+    def _writing(rel: str, digest: str, old: DocRecord | None) -> DocRecord:
         """The record while a document's chunks are rewritten: ``chunks = -1`` says the store may hold a partial write."""
-        old = self.manifest.get(rel)
         return DocRecord(rel, digest, STALE, "indexing did not finish", -1, old.stamps if old else None,
                          old.size if old else 0, old.title if old else "")  # fmt: skip
 
