@@ -120,9 +120,13 @@ def to_fields(r: DocRecord) -> dict[str, str | int | float]:
 def from_fields(path: str, f: Mapping[str, Any]) -> DocRecord:
     stamps = Stamps(**json.loads(str(f["stamps"]))) if f.get("stamps") else None
     return DocRecord(
-        path, str(f["content_hash"]), str(f["state"]), str(f["reason"]) or None, int(f["chunks"]), stamps,
+        path, str(f["content_hash"]), str(f["state"]), str(f["reason"] or "") or None, int(f["chunks"]), stamps,
         int(f["size"]), str(f["title"]), float(f["updated_at"]),
     )  # fmt: skip
+
+
+FIELDS = ("content_hash", "state", "reason", "chunks", "stamps", "size", "title", "updated_at")
+_SELECT = f"SELECT path, {', '.join(FIELDS)} FROM documents"
 
 
 class SqliteManifest:
@@ -141,16 +145,11 @@ class SqliteManifest:
         self._db.close()
 
     def all(self) -> dict[str, DocRecord]:
-        rows = self._db.execute(
-            "SELECT path, content_hash, state, reason, chunks, stamps, size, title, updated_at FROM documents ORDER BY path"
-        ).fetchall()
+        rows = self._db.execute(f"{_SELECT} ORDER BY path").fetchall()
         return {r[0]: _record(r) for r in rows}
 
     def get(self, path: str) -> DocRecord | None:
-        row = self._db.execute(
-            "SELECT path, content_hash, state, reason, chunks, stamps, size, title, updated_at FROM documents WHERE path = ?",
-            (path,),
-        ).fetchone()
+        row = self._db.execute(f"{_SELECT} WHERE path = ?", (path,)).fetchone()
         return _record(row) if row else None
 
     def put(self, rec: DocRecord) -> None:
@@ -158,11 +157,7 @@ class SqliteManifest:
 
     def put_many(self, recs: list[DocRecord]) -> None:
         """Write records in one transaction: all of them or none."""
-        rows = [
-            (r.path, r.content_hash, r.state, r.reason, r.chunks, json.dumps(asdict(r.stamps)) if r.stamps else None,
-             r.size, r.title, r.updated_at)
-            for r in recs
-        ]  # fmt: skip
+        rows = [(r.path, *(to_fields(r)[f] for f in FIELDS)) for r in recs]
         with self._lock:
             self._db.execute("BEGIN")
             try:
@@ -180,5 +175,4 @@ class SqliteManifest:
 
 
 def _record(row: tuple[Any, ...]) -> DocRecord:
-    stamps = Stamps(**json.loads(row[5])) if row[5] else None
-    return DocRecord(row[0], row[1], row[2], row[3], int(row[4]), stamps, int(row[6]), row[7], float(row[8]))
+    return from_fields(row[0], dict(zip(FIELDS, row[1:], strict=True)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,15 +179,11 @@ class ChromaStore:
 
     def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]:
         """Stored chunks per document (all documents, or only ``paths``)."""
-        where = {"path": {"$in": list(paths)}} if paths else None
         if paths is not None and not paths:
             return {}
+        where = {"path": {"$in": list(paths)}} if paths is not None else None
         got = self._chunks.get(where=where, include=["metadatas"])  # type: ignore[arg-type]
-        counts: dict[str, int] = {}
-        for m in got["metadatas"] or []:
-            p = str(m["path"])
-            counts[p] = counts.get(p, 0) + 1
-        return counts
+        return dict(Counter(str(m["path"]) for m in got["metadatas"] or []))
 
     def load(self) -> StoredIndex:
         got = self._chunks.get(include=["embeddings", "documents", "metadatas"])
@@ -299,24 +296,21 @@ class ChromaLease:
 
     def acquire(self) -> bool:
         now = time.time()
-        got = self._c.get(ids=["sync"], include=["metadatas"])
-        if got["ids"]:
-            meta = (got["metadatas"] or [{}])[0]
+        meta = _read(self._c, "sync")
+        if meta is not None:
             if float(meta.get("expires", 0)) > now and meta.get("owner") != self.owner:
                 return False
             self._c.delete(ids=["sync"])  # expired (a crashed holder), or ours
-        self._c.add(ids=["sync"], embeddings=[[1.0]], metadatas=[{"owner": self.owner, "expires": now + self.ttl_s}])
-        got = self._c.get(ids=["sync"], include=["metadatas"])
-        return bool(got["ids"]) and (got["metadatas"] or [{}])[0].get("owner") == self.owner
+        return _take(self._c, "sync", self.owner, expires=now + self.ttl_s)
 
     def release(self) -> None:
-        got = self._c.get(ids=["sync"], include=["metadatas"])
-        if got["ids"] and (got["metadatas"] or [{}])[0].get("owner") == self.owner:
+        meta = _read(self._c, "sync")
+        if meta is not None and meta.get("owner") == self.owner:
             self._c.delete(ids=["sync"])
 
     def generation(self) -> int:
-        got = self._c.get(ids=["generation"], include=["metadatas"])
-        return int((got["metadatas"] or [{}])[0].get("n", 0)) if got["ids"] else 0
+        meta = _read(self._c, "generation")
+        return int(meta.get("n", 0)) if meta is not None else 0
 
     def bump(self) -> int:
         n = self.generation() + 1
@@ -339,9 +333,23 @@ class ChromaClaims:
 
     def claim(self, key: str) -> bool:
         now = time.time()
-        self._c.add(ids=[key], embeddings=[[1.0]], metadatas=[{"owner": self.owner, "at": now}])
-        got = self._c.get(ids=[key], include=["metadatas"])
+        mine = _take(self._c, key, self.owner, at=now)
         self._n += 1
         if self._n % 500 == 0:  # Slack retries within minutes; old claims only take space
             self._c.delete(where={"at": {"$lt": now - self.keep_s}})
-        return bool(got["ids"]) and (got["metadatas"] or [{}])[0].get("owner") == self.owner
+        return mine
+
+
+def _read(collection: Any, key: str) -> dict[str, Any] | None:
+    """One record's metadata, or None when there is no such record."""
+    got = collection.get(ids=[key], include=["metadatas"])
+    return dict((got["metadatas"] or [{}])[0]) if got["ids"] else None
+
+
+def _take(collection: Any, key: str, owner: str, **fields: Any) -> bool:
+    """Add ``key`` owned by ``owner`` and read it back: ``add`` never overwrites an
+    existing id, so only the first writer sees its own owner id (Chroma has no
+    compare-and-set)."""
+    collection.add(ids=[key], embeddings=[[1.0]], metadatas=[{"owner": owner, **fields}])
+    meta = _read(collection, key)
+    return meta is not None and meta.get("owner") == owner
