@@ -302,7 +302,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
         rt.engine.sync(progress=sys.stderr.isatty())
         report = run_eval(
             rt.engine.searcher(),
-            load_documents(docs_dir, int(settings.max_file_mb * 1_000_000)),
+            load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr),
             qs,
             oods,
             rt.embedder,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from retrieval.engine import Engine
-from retrieval.manifest import FAILED, INDEXED, STALE
+from retrieval.manifest import FAILED, INDEXED, STALE, totals
 
 
 @dataclass(frozen=True)
@@ -48,13 +48,13 @@ class Health:
 
 
 def index_health(engine: Engine, next_sync: datetime | None = None) -> Health:
-    recs = engine.manifest.all().values()
+    recs = list(engine.manifest.all().values())
     last = engine.last_sync
     return Health(
         indexed=sum(r.state == INDEXED for r in recs),
         failed={r.path: r.reason or "unknown" for r in recs if r.state == FAILED},
         stale={r.path: r.reason or "rebuild pending" for r in recs if r.state == STALE},
-        chunks=engine.manifest.totals()["chunks"],
+        chunks=totals(recs)["chunks"],
         last_sync_at=last.finished_at if last else None,
         last_sync_seconds=last.seconds if last else None,
         last_sync_error=last.error if last else None,

@@ -10,7 +10,7 @@ from retrieval.chunk import ChunkerConfig
 from retrieval.embed import SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.gate import GateConfig
-from retrieval.llm import LanguageModel, load_model
+from retrieval.llm import LanguageModel, OpenAICompatibleModel, load_model
 from retrieval.rerank import load_reranker
 from retrieval.search import SearchConfig
 
@@ -68,14 +68,7 @@ class Runtime:
         """For /healthz: a model server answers its model list; an in-process model is loadable."""
         s = self.settings
         if s.llm_url:
-            import urllib.request
-
-            base = s.llm_url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
-            try:
-                with urllib.request.urlopen(f"{base}/v1/models", timeout=2) as resp:
-                    return bool(resp.status == 200)
-            except OSError:
-                return False
+            return OpenAICompatibleModel(s.llm_url).reachable()
         return s.llm_gguf is None or s.llm_gguf.is_file()
 
     @cached_property

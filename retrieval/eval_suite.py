@@ -146,11 +146,11 @@ class EvalReport:
         }
 
 
-def load_documents(docs_dir: Path, max_bytes: int) -> list[Document]:
+def load_documents(docs_dir: Path, max_bytes: int, ignore: Sequence[str] = (), ocr: bool = False) -> list[Document]:
     """Every document the indexer would index (failures are the indexer's business)."""
     docs = []
-    for src in walk(docs_dir):
-        ex = extractor_for(src.rel)
+    for src in walk(docs_dir, ignore):
+        ex = extractor_for(src.rel, ocr)
         if ex is None or src.path.stat().st_size > max_bytes:
             continue
         try:

@@ -81,6 +81,8 @@ class OpenAICompatibleModel:
     def __init__(self, url: str, timeout_s: float = 120.0, retries: int = 2, model: str = "default") -> None:
         self.url = url.rstrip("/")
         self.name = f"{model}@{self.url}"
+        # Accepted forms: the server root, its /v1, or the full chat-completions URL.
+        self._base = self.url.removesuffix("/chat/completions").removesuffix("/v1")
         self._model = model
         self.timeout_s = timeout_s
         self.retries = retries
@@ -89,7 +91,7 @@ class OpenAICompatibleModel:
         body = json.dumps(
             {"model": self._model, "messages": messages, "temperature": 0.0, "top_k": 1, "max_tokens": max_tokens}
         ).encode()
-        endpoint = self.url if self.url.endswith("/chat/completions") else f"{self.url}/v1/chat/completions"
+        endpoint = self.url if self.url.endswith("/chat/completions") else f"{self._base}/v1/chat/completions"
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             req = urllib.request.Request(endpoint, data=body, headers={"Content-Type": "application/json"})
@@ -107,6 +109,14 @@ class OpenAICompatibleModel:
             f"the model server at {self.url} is not reachable or did not answer ({last}); "
             "answers resume when it is back"
         )
+
+    def reachable(self, timeout_s: float = 2.0) -> bool:
+        """Whether the server answers its model list (for health checks)."""
+        try:
+            with urllib.request.urlopen(f"{self._base}/v1/models", timeout=timeout_s) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
 
 
 def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) -> LanguageModel:

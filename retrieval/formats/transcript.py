@@ -39,11 +39,6 @@ def parse_cues(text: str) -> list[tuple[float, float, str]]:
     return cues
 
 
-def clock(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 3600}:{s % 3600 // 60:02}:{s % 60:02}" if s >= 3600 else f"{s // 60}:{s % 60:02}"
-
-
 @dataclass(frozen=True)
 class TranscriptExtractor:
     name: str = "transcript"

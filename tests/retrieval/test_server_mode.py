@@ -124,9 +124,11 @@ def test_answers_through_a_model_server_survive_it_going_away(
     model = OpenAICompatibleModel(url, timeout_s=60, retries=1)
     svc = AnswerService(examples_engine.searcher, lambda: model, GateConfig())
     q = "What allowance do on-call engineers get per week?"
+    assert model.reachable() and OpenAICompatibleModel(f"{url}/v1").reachable()  # root or /v1 both work
     first = svc.answer(q)
     assert not first.refused and first.text and (first.citations or first.consulted)
     server.stop()
+    assert not model.reachable()
     with pytest.raises(ModelError, match="not reachable"):
         svc.answer(q)
     server.start()
