@@ -23,7 +23,8 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> SentenceTransformerEmbedder:
-        return load_embedder()
+        s = self.settings
+        return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models")
 
     def chunker(self) -> ChunkerConfig:
         s = self.settings
@@ -62,6 +63,9 @@ class Runtime:
             n_ctx=s.llm_context,
             threads=s.llm_threads,
             timeout_s=s.llm_timeout_s,
+            n_batch=s.llm_batch,
+            flash_attn=s.llm_flash_attn,
+            deadline_s=s.answer_deadline_s,
         )
 
     def model_reachable(self) -> bool:
@@ -84,4 +88,5 @@ class Runtime:
             docs_url=s.docs_url,
             docs_dir=s.docs_dir,
             viewer_url=s.public_url,
+            deadline_s=s.answer_deadline_s,
         )

@@ -7,6 +7,7 @@ below them receives plain arguments.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -45,6 +46,12 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(0, ge=0, le=1024, description="Characters copied from the previous chunk.")
     max_file_mb: float = Field(50.0, gt=0, description="Files larger than this are recorded as failed.")
 
+    # The embedding runtime: "auto" times every runtime this CPU can run and takes the
+    # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).
+    embed_runtime: Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"] = Field(
+        "auto", description="auto, torch-fp32, torch-bf16, onnx or onnx-int8."
+    )
+
     # Retrieval and ranking.
     fusion: str = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
     weight_bm25: float = Field(0.5, ge=0, description="Weight of the query-normalised BM25 score.")
@@ -64,7 +71,12 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(256, ge=16, le=4096)
     llm_context: int = Field(4096, ge=512)
     llm_threads: int | None = Field(None, description="Threads for llama.cpp; unset = all cores.")
-    llm_timeout_s: float = Field(120.0, gt=0)
+    llm_timeout_s: float = Field(30.0, gt=0, description="Per-request timeout for a model server.")
+    llm_batch: int = Field(512, ge=32, le=4096, description="llama.cpp prompt batch (n_batch = n_ubatch).")
+    llm_flash_attn: bool = Field(False, description="llama.cpp flash attention.")
+    answer_deadline_s: float = Field(
+        30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
+    )
 
     # Slack (the tokens keep Slack's own variable names).
     slack_bot_token: SecretStr | None = Field(
