@@ -88,5 +88,4 @@ class Runtime:
             docs_url=s.docs_url,
             docs_dir=s.docs_dir,
             viewer_url=s.public_url,
-            deadline_s=s.answer_deadline_s,
         )

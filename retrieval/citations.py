@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from retrieval.evidence import SourceSentence
 from retrieval.types import Hit
 
 _CITE_GROUP = re.compile(r"\[(\s*\d+\s*(?:[,;]\s*\d+\s*)*)\]")
@@ -37,12 +38,13 @@ class Citation:
     section: str
     start: int
     end: int
-    quote: str  # the chunk's own content, never its embedded text
+    quote: str  # the source's own words (the evidence sentence, or the chunk's content), never embedded text
     url: str
     locator: str
     label: str
     distance: float
     where: dict[str, Any] = field(default_factory=dict)  # page / sheet+range / start+end / slide
+    passage: tuple[int, int] | None = None  # the range of the whole passage the evidence sits in
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,26 @@ def make_citations(
             Citation(i, c.path, c.doc_title, c.section, c.start, c.end, c.content, url, loc, label, h.distance, where)
         )
     return out
+
+
+def cite_evidence(
+    n: int, ev: SourceSentence, docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None
+) -> Citation:
+    """A citation of one evidence sentence: its own range, quote and link.
+
+    Text formats point at the sentence (``#char=``); pages, slides, sheet ranges and
+    media times keep their passage's locator, which contains the sentence.
+    """
+    h, c = ev.hit, ev.hit.chunk
+    loc, label, where = locator_for(h)
+    if loc.startswith("#char="):
+        loc = f"#char={ev.start},{ev.end}"
+    target = media_beside(c.path, docs_dir) if "start" in where and not viewer_url else c.path
+    url = link_for(target, loc, docs_url, docs_dir, viewer_url, (ev.start, ev.end))
+    return Citation(
+        n, c.path, c.doc_title, c.section, ev.start, ev.end, ev.text, url, loc, label, h.distance, where,
+        (c.start, c.end),
+    )  # fmt: skip
 
 
 def neutralise(text: str) -> str:

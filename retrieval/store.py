@@ -197,7 +197,11 @@ class ChromaStore:
         pos = {c.id: k for k, c in enumerate(chunks)}
         sg = self._sentences.get(include=["embeddings", "metadatas"])
         owners = np.asarray([pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []], dtype=np.int64)
-        keep = owners >= 0  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        # Ids are "<chunk id>:s<i>": sentences are kept in their chunk's order, so the
+        # i-th vector of a chunk belongs to its i-th sentence span (the answer's evidence).
+        ordinal = np.asarray([int(i.rsplit(":s", 1)[1]) for i in sg["ids"]], dtype=np.int64)
+        keep = np.flatnonzero(owners >= 0)  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        keep = keep[np.lexsort((ordinal[keep], owners[keep]))]
         return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
 
     def query(self, vector: np.ndarray, n: int, paths: Sequence[str] | None = None) -> tuple[list[str], list[float]]:
