@@ -15,6 +15,7 @@ from pathlib import Path
 
 from retrieval.citations import Citation, clean_answer, make_citations, says_not_found
 from retrieval.gate import GateConfig, decide
+from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, Message, OnToken
 from retrieval.search import Searcher
 from retrieval.types import Hit
@@ -86,6 +87,7 @@ class AnswerService:
         docs_url: str | None = None,
         docs_dir: Path | None = None,
         viewer_url: str | None = None,
+        sign_link: SignLink | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -95,6 +97,7 @@ class AnswerService:
         self.docs_url = docs_url
         self.docs_dir = docs_dir
         self.viewer_url = viewer_url
+        self.sign_link = sign_link  # signs viewer links, so /view serves only what was cited
 
     def answer(
         self,
@@ -149,7 +152,7 @@ class AnswerService:
         timings["llm_prompt"] = ((first[0] if first else done) - t) * 1000
         timings["generation"] = (done - t) * 1000
         cleaned = clean_answer(strip_echoed_labels(raw, sources), len(sources))
-        all_cites = make_citations(sources, self.docs_url, self.docs_dir, self.viewer_url)
+        all_cites = make_citations(sources, self.docs_url, self.docs_dir, self.viewer_url, self.sign_link)
         timings["total"] = (time.perf_counter() - t0) * 1000
         if not cleaned.cited and (says_not_found(cleaned.text) or not cleaned.text):
             return Answer(
