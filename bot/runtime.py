@@ -10,6 +10,7 @@ from retrieval.chunk import ChunkerConfig
 from retrieval.embed import SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.gate import GateConfig
+from retrieval.links import LinkSigner, load_secret
 from retrieval.llm import LanguageModel, OpenAICompatibleModel, load_model
 from retrieval.rerank import load_reranker
 from retrieval.search import SearchConfig
@@ -76,6 +77,13 @@ class Runtime:
         return s.llm_gguf is None or s.llm_gguf.is_file()
 
     @cached_property
+    def links(self) -> LinkSigner:
+        """Signs the viewer links citations carry, and checks them in /view."""
+        s = self.settings
+        secret = load_secret(s.data_dir, s.link_secret.get_secret_value() if s.link_secret else None)
+        return LinkSigner(secret, s.link_ttl_days * 86400)
+
+    @cached_property
     def answers(self) -> AnswerService:
         """The one answer service every surface (CLI, Slack) calls."""
         s = self.settings
@@ -88,4 +96,5 @@ class Runtime:
             docs_url=s.docs_url,
             docs_dir=s.docs_dir,
             viewer_url=s.public_url,
+            sign_link=self.links.sign if s.public_url else None,  # only viewer links are signed
         )

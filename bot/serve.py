@@ -84,12 +84,13 @@ class Service:
 
     def http_server(self, host: str, port: int) -> ThreadingHTTPServer:
         docs, runner, ocr = self.rt.settings.docs_dir, self.rt.engine.indexer.runner, self.rt.settings.ocr
+        verify = self.rt.links.verify
         return make_server(
             self.bot.app,
             host,
             port,
             self.health_json,
-            lambda path, query: render_view(docs, path, query, runner.extract, ocr),
+            lambda path, query: render_view(docs, path, query, runner.extract, ocr, verify=verify),
             self.metrics.render,
         )
 

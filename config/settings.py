@@ -35,6 +35,14 @@ class Settings(BaseSettings):
     )
     chroma_url: str | None = Field(None, description="Chroma server (e.g. http://chroma:8000) instead of on-disk.")
 
+    # Citation links
+    link_secret: SecretStr | None = Field(
+        None,
+        min_length=16,
+        description="Key that signs /view links; unset = a random key in the data dir (replicas must share one).",
+    )
+    link_ttl_days: float = Field(30.0, gt=0, description="How long a posted /view link keeps working.")
+
     # Keeping the index true to the folder.
     sync_minutes: float = Field(15.0, ge=0, description="Re-sync interval in `footnote serve`; 0 = only at start.")
     sync_cron: str | None = Field(

@@ -22,6 +22,7 @@ import numpy as np
 from retrieval.citations import Citation, cite_evidence, make_citations, neutralise, says_not_found
 from retrieval.evidence import SourceSentence, number_sentences
 from retrieval.gate import GateConfig, decide
+from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, OnToken
 from retrieval.prompt import answer_grammar, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.search import Searcher
@@ -107,6 +108,7 @@ class AnswerService:
         viewer_url: str | None = None,
         support: SupportConfig | None = None,
         deadline_s: float | None = None,  # None: the model's own deadline
+        sign_link: SignLink | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -118,6 +120,7 @@ class AnswerService:
         self.viewer_url = viewer_url
         self.support = support or SupportConfig()
         self.deadline_s = deadline_s
+        self.sign_link = sign_link  # signs viewer links, so /view serves only what was cited
 
     def answer(
         self,
@@ -164,7 +167,7 @@ class AnswerService:
         claims = parse_claims(neutralise(raw))
         if says_nothing_found(claims) or (not constrained and all(c.cite == 0 for c in claims) and says_not_found(raw)):
             timings["total"] = (time.perf_counter() - t0) * 1000
-            consulted = make_citations(list(sources), self.docs_url, self.docs_dir, self.viewer_url)
+            consulted = make_citations(list(sources), self.docs_url, self.docs_dir, self.viewer_url, self.sign_link)
             return Answer(
                 refused=True, reason="the model found no answer in the sources", text="", citations=[],
                 consulted=consulted, check=AnswerCheck(len(claims), constrained=constrained), timings=timings, **base,
@@ -217,7 +220,9 @@ class AnswerService:
             if c.evidence.n not in numbers:
                 numbers[c.evidence.n] = len(numbers) + 1
                 cited.append(
-                    cite_evidence(numbers[c.evidence.n], c.evidence, self.docs_url, self.docs_dir, self.viewer_url)
+                    cite_evidence(
+                        numbers[c.evidence.n], c.evidence, self.docs_url, self.docs_dir, self.viewer_url, self.sign_link
+                    )
                 )
             parts.append(_with_citation(c.text, numbers[c.evidence.n]))
         return " ".join(parts), cited, shown_as_evidence

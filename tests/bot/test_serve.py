@@ -74,9 +74,10 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Service, s
     assert "footnote_refusals_total 1.0" in metrics and "footnote_sync_seconds_count 1.0" in metrics
     assert "footnote_answer_seconds_bucket" in metrics
 
-    status, page = _get(f"{base}/view/on-call.md?from=0&to=20")
+    status, page = _get(f"{base}/view/on-call.md?{svc.rt.links.sign('on-call.md', 0, 20)}")
     assert status == 200 and '<mark id="hit">' in page
-    assert _get(f"{base}/view/..%2F..%2Fetc%2Fpasswd")[0] == 404
+    assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
+    assert _get(f"{base}/view/..%2F..%2Fetc%2Fpasswd")[0] == 403
 
 
 def test_health_is_not_ok_when_the_model_server_is_down(tmp_path: Path) -> None:
