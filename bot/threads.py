@@ -14,6 +14,7 @@ import logging
 import re
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -68,7 +69,7 @@ class SlackThreads:
 
     def is_ours(self, channel: str, thread_ts: str) -> bool:
         """Whether the bot replied in this thread (so a follow-up without a mention is for it)."""
-        return any(self._me.wrote(m) for m in self._read(channel, thread_ts, None))
+        return any(self._me.wrote(m) for m in self._messages(channel, thread_ts, None))
 
     def context(self, channel: str, thread_ts: str, before_ts: str, question: str) -> tuple[str, ...]:
         """Earlier questions in the thread (before ``before_ts``), oldest first, that fit
@@ -80,7 +81,7 @@ class SlackThreads:
 
     def message(self, channel: str, thread_ts: str, ts: str) -> dict[str, Any] | None:
         """One message of the thread as Slack has it now (None if it is gone)."""
-        return next((m for m in self._read(channel, thread_ts, None) if m.get("ts") == ts), None)
+        return next((m for m in self._messages(channel, thread_ts, None) if m.get("ts") == ts), None)
 
     def _question_in(self, m: dict[str, Any]) -> str:
         text = str(m.get("text") or "")
@@ -93,7 +94,10 @@ class SlackThreads:
 
     def _read(self, channel: str, thread_ts: str, before_ts: str | None) -> list[dict[str, Any]]:
         """The last ``max_messages`` of the thread (before ``before_ts``), oldest first."""
-        last: deque[dict[str, Any]] = deque(maxlen=self.max_messages)
+        return list(deque(self._messages(channel, thread_ts, before_ts), maxlen=self.max_messages))
+
+    def _messages(self, channel: str, thread_ts: str, before_ts: str | None) -> Iterator[dict[str, Any]]:
+        """The thread's messages (before ``before_ts``), oldest first, page by page (bounded)."""
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
             r = self._client.conversations_replies(
@@ -101,11 +105,10 @@ class SlackThreads:
             )
             for m in r.get("messages") or []:
                 if before_ts is None or _before(m.get("ts"), before_ts):
-                    last.append(m)
+                    yield m
             cursor = (r.get("response_metadata") or {}).get("next_cursor") or None
             if not r.get("has_more") or not cursor:
-                break
-        return list(last)
+                return
 
 
 def fit(question: str, earlier: list[str], budget: int) -> tuple[str, ...]:
