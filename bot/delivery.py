@@ -76,6 +76,13 @@ class Delivery:
         self.assistant_status = True
         self._lock = threading.Lock()
 
+    def no_native_stream(self, why: str) -> None:
+        """This workspace or token has no chat streaming: update messages from now on."""
+        with self._lock:
+            if self.native_stream:
+                log.info("Slack streaming is not available (%s); updating messages instead", why)
+            self.native_stream = False
+
     # -- before the answer ----------------------------------------------------------
 
     def notice(self, channel: str, thread_ts: str, text: str) -> None:
@@ -223,10 +230,7 @@ class Stream:
     def _give_up(self, exc: SlackApiError) -> bool:
         code = _error_code(exc)
         if code in UNAVAILABLE:
-            with self.d._lock:
-                if self.d.native_stream:
-                    log.info("Slack streaming is not available (%s); updating messages instead", code)
-                self.d.native_stream = False
+            self.d.no_native_stream(code)
         else:
             log.warning("streaming failed (%s); updating the placeholder instead", code)
         self.use_native = False
