@@ -96,7 +96,7 @@ class Settings(BaseSettings):
         description="At start, unfinished questions older than this get an apology instead.",
     )
     shutdown_grace_s: float = Field(
-        20.0, ge=0, le=600, description="On SIGTERM, how long the answer being written may still take; the rest waits."
+        8.0, ge=0, le=600, description="On SIGTERM, how long the answer being written may take (docker stop: 10 s)."
     )
     thread_messages: int = Field(20, ge=1, le=1000, description="Last messages of a thread read for a follow-up.")
     thread_context_chars: int = Field(
