@@ -10,6 +10,7 @@ from bot.delivery import RESTARTING
 from retrieval.llm import Message, OnToken
 from tests.bot import test_slack_app
 from tests.bot.test_slack_app import ANSWERABLE, Scripted
+from tests.fake_slack import FakeSlack
 
 harness_factory = test_slack_app.harness_factory  # the real Bolt app over a fake Web API
 
@@ -48,7 +49,12 @@ def test_a_question_arriving_while_closing_is_journaled_for_the_next_start(harne
     h = harness_factory(model)
     assert h.bot.intake.close(grace_s=1)
     h.mention(ANSWERABLE, ts="51.1")
-    assert h.slack.wait_for(lambda s: bool(s.of("chat.postMessage")), 10)
+
+    def journaled(s: FakeSlack) -> bool:  # the placeholder is posted, then written to the journal
+        posted = [p["_ts"] for p in s.of("chat.postMessage")]
+        return bool(posted) and [j.placeholder_ts for j in h.bot.journal.unfinished()] == posted
+
+    assert h.slack.wait_for(journaled, 10)
     (placeholder,) = h.slack.of("chat.postMessage")
     assert placeholder["text"] == RESTARTING
     (left,) = h.bot.journal.unfinished()
