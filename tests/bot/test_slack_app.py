@@ -374,7 +374,12 @@ def test_thread_context_is_read_from_the_last_messages_within_a_budget(harness_f
         first.mention(ANSWERABLE, ts="330.100")
         first.finals(expect=1)
         for i in range(8):  # earlier follow-ups, each long
-            slack.user_message("C1", f"330.{101 + i}", f"earlier question {i} " + "about the SEV1 on-call page escalation " * 3, thread_ts="330.100")
+            slack.user_message(
+                "C1",
+                f"330.{101 + i}",
+                f"earlier question {i} " + "about the SEV1 on-call page escalation " * 3,
+                thread_ts="330.100",
+            )
         wide = Scripted()
         h = harness_factory(wide, data=tmp_path / "two", slack=slack, options=SlackOptions(thread_messages=5))
         question = "and what if I cannot resolve it within 30 minutes?"
