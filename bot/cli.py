@@ -411,7 +411,7 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
         raise click.ClickException("Socket Mode needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
     if not use_socket and settings.slack_signing_secret is None:
         raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
-    run(Runtime(settings), socket=use_socket, host=host, port=http_port or 3000)
+    run(Runtime(settings), socket=use_socket, host=host, port=http_port or settings.http_port)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,32 @@ class Settings(BaseSettings):
     )
     excluded_channels: str = Field("", description="Comma-separated channel ids where Footnote does not answer.")
 
+    # Slack delivery (journal, threads, deadline)
+    http_port: int = Field(
+        3000,
+        ge=1,
+        le=65535,
+        description="Port of /healthz, /metrics and /view in every mode (Slack's events in HTTP mode).",
+    )
+    journal_max_age_s: float = Field(
+        3600.0,
+        gt=0,
+        le=7 * 86_400,
+        description="At start, unfinished questions older than this get an apology instead.",
+    )
+    shutdown_grace_s: float = Field(
+        8.0, ge=0, le=600, description="On SIGTERM, how long the answer being written may take (docker stop: 10 s)."
+    )
+    thread_messages: int = Field(20, ge=1, le=1000, description="Last messages of a thread read for a follow-up.")
+    thread_context_chars: int = Field(
+        800,
+        ge=0,
+        le=4000,
+        description="Budget of question + earlier questions in the retrieval query (embedder window).",
+    )
+    slack_native_stream: bool = Field(True, description="Stream with chat.startStream where Slack offers it.")
+    slack_stream_interval_s: float = Field(1.5, ge=0.1, le=60, description="Seconds between streaming updates.")
+
     def ignore_globs(self) -> tuple[str, ...]:
         return tuple(g.strip() for g in self.ignore.split(",") if g.strip())
 
