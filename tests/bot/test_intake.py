@@ -22,7 +22,7 @@ class Hung(Scripted):
         super().__init__()
         self.entered, self.release = threading.Event(), threading.Event()
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
+    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None, **_: object) -> str:
         self.entered.set()
         self.release.wait(60)
         return super().complete(messages, max_tokens, on_token)

@@ -137,8 +137,9 @@ def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path) -
         status, body = _get(f"{base}/healthz")
         assert status == 200 and json.loads(body)["indexed"] == 3
         assert _get(f"{base}/metrics")[0] == 200
-        status, page = _get(f"{base}/view/on-call.md?from=0&to=20")
+        status, page = _get(f"{base}/view/on-call.md?{svc.rt.links.sign('on-call.md', 0, 20)}")
         assert status == 200 and '<mark id="hit">' in page
+        assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
         assert made[-1].connected and made[-1].token == "xapp-x"
     finally:
         stop.set()

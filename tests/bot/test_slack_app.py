@@ -35,6 +35,7 @@ class Scripted:
     """A model that answers (or raises) from a script: one outcome per call, the last one repeats."""
 
     name = "scripted"
+    supports_grammar = False  # free text, like a server without grammar support
 
     def __init__(
         self, reply: str = "Within 5 minutes [1].", fail: bool = False, script: list[str | Exception] | None = None
@@ -43,7 +44,7 @@ class Scripted:
         self.prompts: list[str] = []
         self.lock = threading.Lock()
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
+    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None, **_: object) -> str:
         with self.lock:
             self.prompts.append(messages[-1]["content"])
             outcome = self.script[min(len(self.prompts), len(self.script)) - 1]
@@ -469,7 +470,7 @@ class Streaming(Scripted):
 
     PIECES = ("Within ", "5 ", "minutes ", "<!channel> ", "see ", "http://evil.example ", "[1]", ".")
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
+    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None, **_: object) -> str:
         assert on_token is not None
         for p in self.PIECES:
             on_token(p)
