@@ -94,6 +94,7 @@ class Runtime:
             self.gate_config(),
             max_sources=s.max_sources,
             max_tokens=s.llm_max_tokens,
+            max_sentences=s.max_sentences,
             docs_url=s.docs_url,
             docs_dir=s.docs_dir,
             viewer_url=s.public_url,
