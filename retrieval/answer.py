@@ -178,7 +178,7 @@ class AnswerService:
 
         t = time.perf_counter()
         qvec, claim_vecs, sentences = self._vectors(searcher, question, [c.text for c in claims], sentences)
-        checked = check(claims, claim_vecs, sentences, self.support)
+        checked = check(claims, claim_vecs, sentences, self.support, question)
         text, cited, shown_as_evidence = self._compose(checked, question, qvec, sentences, claims[0].cite)
         timings["check"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000

@@ -29,7 +29,8 @@ class SupportConfig:
 
     overlap: float = 0.6  # share of the claim's content words present in the evidence
     cosine: float = 0.75  # or: embedding similarity of claim and evidence
-    min_words: int = 2  # fewer content words than this: too short to check
+    min_words: int = 2  # a claim adding fewer content words than this to the question is too short to check
+    reattribute_margin: float = 0.15  # another sentence must support the claim this much better to take it
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,14 @@ def numbers(text: str) -> set[str]:
     return {n.rstrip(".,") for n in _NUMBER.findall(text)}
 
 
-def support(claim: str, claim_vec: np.ndarray | None, ev: SourceSentence) -> Support:
-    """How far the evidence sentence (with its passage heading) backs the claim."""
-    words = content_words(claim)
+def support(claim: str, claim_vec: np.ndarray | None, ev: SourceSentence, question: str = "") -> Support:
+    """How far the evidence sentence (with its passage heading) backs the claim.
+
+    Only what the claim adds to the question counts: words it merely repeats from the
+    question ("the pipeline generates its answers", asked "does the pipeline generate
+    its answers?") are no evidence that the source says so.
+    """
+    words = content_words(claim) - content_words(question) or content_words(claim)
     have = content_words(ev.text) | content_words(source_heading(ev.hit))
     overlap = len(words & have) / len(words) if words else 0.0
     cos = float(claim_vec @ ev.vector) if claim_vec is not None and ev.vector is not None else 0.0
@@ -112,27 +118,26 @@ def check(
     claim_vecs: Sequence[np.ndarray | None],
     sentences: Sequence[SourceSentence],
     cfg: SupportConfig,
+    question: str = "",
 ) -> Checked:
-    """Keep each claim its cited sentence supports; else re-attribute it to the best
-    supporting sentence, or remove it. Duplicate claims (same evidence, same text) go."""
-    by_n = {s.n: s for s in sentences}
+    """Keep each claim with the source sentence that supports it best (the cited one
+    unless another clearly supports it better: re-attributed), or remove it when none
+    does. A claim that adds fewer than ``min_words`` content words to the question is
+    too short to check. Duplicate claims (same evidence, same text) go."""
+    asked = content_words(question)
     kept: list[CheckedClaim] = []
     removed: list[str] = []
     moved = short = 0
     for claim, vec in zip(claims, claim_vecs, strict=True):
-        if len(content_words(claim.text)) < cfg.min_words:
+        if len(content_words(claim.text) - asked) < cfg.min_words:
             short += 1
             continue
-        cited = by_n.get(claim.cite)
-        if cited is not None and (s := support(claim.text, vec, cited)).supports(cfg):
-            kept.append(CheckedClaim(claim.text, cited, s))
-            continue
-        best = _best_support(claim.text, vec, sentences, cfg)
+        best = _best_support(claim.text, vec, sentences, cfg, question, prefer=claim.cite)
         if best is None:
             removed.append(claim.text)
             continue
-        kept.append(CheckedClaim(claim.text, best[0], best[1], reattributed=True))
-        moved += 1
+        moved += best[0].n != claim.cite
+        kept.append(CheckedClaim(claim.text, best[0], best[1], reattributed=best[0].n != claim.cite))
     unique: list[CheckedClaim] = []
     for c in kept:
         if not any(u.text == c.text and u.evidence.n == c.evidence.n for u in unique):
@@ -141,13 +146,17 @@ def check(
 
 
 def _best_support(
-    claim: str, vec: np.ndarray | None, sentences: Sequence[SourceSentence], cfg: SupportConfig
-) -> tuple[SourceSentence, Support] | None:
-    scored = [(s, support(claim, vec, s)) for s in sentences]
-    ok = [(s, sup) for s, sup in scored if sup.supports(cfg)]
+    claim: str, vec: np.ndarray | None, sentences: Sequence[SourceSentence], cfg: SupportConfig,
+    question: str, prefer: int,
+) -> tuple[SourceSentence, Support] | None:  # fmt: skip
+    """The supporting sentence with the most support; the cited one (``prefer``) on near ties."""
+    ok = [(s, sup) for s in sentences if (sup := support(claim, vec, s, question)).supports(cfg)]
     if not ok:
         return None
-    return max(ok, key=lambda x: x[1].overlap + x[1].cosine)
+    best = max(ok, key=lambda x: x[1].overlap + x[1].cosine)
+    cited = next((x for x in ok if x[0].n == prefer), None)
+    margin = (best[1].overlap + best[1].cosine) - (cited[1].overlap + cited[1].cosine) if cited else 1.0
+    return cited if cited is not None and margin < cfg.reattribute_margin else best
 
 
 def best_for_question(
@@ -170,6 +179,6 @@ def best_for_question(
 
     best = max(sentences, key=score)
     chosen = next((s for s in sentences if s.n == prefer), None)
-    if chosen is not None and score(chosen) >= score(best) - 0.1:
+    if chosen is not None and score(chosen) >= score(best) - 0.03:
         return chosen
     return best
