@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.citations import Citation, cite_evidence, make_citations, neutralise, says_not_found
-from retrieval.evidence import SourceSentence, most_relevant, number_sentences
+from retrieval.evidence import SourceSentence, most_relevant, number_sentences, question_weights
 from retrieval.gate import GateConfig, decide
 from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, OnToken
@@ -109,7 +109,7 @@ class AnswerService:
         support: SupportConfig | None = None,
         deadline_s: float | None = None,  # None: the model's own deadline
         sign_link: SignLink | None = None,
-        max_sentences: int = 8,
+        max_sentences: int = 6,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -156,7 +156,8 @@ class AnswerService:
         sentences = number_sentences(
             sources, lambda h: snap.sentence_rows(snap.by_id[h.chunk.id]) if h.chunk.id in snap.by_id else None
         )
-        sentences = most_relevant(sentences, result.query_vector, self.max_sentences)
+        question_idf = question_weights(question, snap.bm25.idf)
+        sentences = most_relevant(sentences, result.query_vector, self.max_sentences, question_idf)
         model = self._model()
         grammar = answer_grammar(len(sentences))
         messages = build_prompt(question, sentences, context)
@@ -179,7 +180,7 @@ class AnswerService:
         t = time.perf_counter()
         qvec, claim_vecs, sentences = self._vectors(searcher, question, [c.text for c in claims], sentences)
         checked = check(claims, claim_vecs, sentences, self.support, question)
-        text, cited, shown_as_evidence = self._compose(checked, question, qvec, sentences, claims[0].cite)
+        text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0].cite)
         timings["check"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         summary = AnswerCheck(
@@ -207,13 +208,18 @@ class AnswerService:
         return vecs[0], list(vecs[1 : 1 + len(claims)]), sentences
 
     def _compose(
-        self, checked: Checked, question: str, qvec: np.ndarray, sentences: list[SourceSentence], first_cite: int
+        self,
+        checked: Checked,
+        question_idf: dict[str, float],
+        qvec: np.ndarray,
+        sentences: list[SourceSentence],
+        first_cite: int,
     ) -> tuple[str, list[Citation], bool]:
         """The reply text with citation numbers in order of first use, and those citations."""
         claims = checked.claims
         shown_as_evidence = not claims
         if shown_as_evidence:
-            ev = best_for_question(qvec, question, sentences, prefer=first_cite)
+            ev = best_for_question(qvec, question_idf, sentences, prefer=first_cite)
             assert ev is not None  # the gate let sources through, so there are sentences
             claims = [CheckedClaim(f"{DOCS_SAY} «{' '.join(ev.text.split())}»", ev, _NO_SUPPORT)]
         numbers: dict[int, int] = {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from retrieval.bm25 import tokenize
 from retrieval.chunk import sentence_spans
 from retrieval.types import Hit
 
@@ -53,17 +54,42 @@ def number_sentences(hits: Sequence[Hit], vectors_of: VectorsOf | None = None) -
     return out
 
 
-def most_relevant(sentences: Sequence[SourceSentence], query: np.ndarray | None, keep: int) -> list[SourceSentence]:
-    """The ``keep`` sentences nearest the query, in source order and numbered again 1..keep.
+def relevance(s: SourceSentence, query: np.ndarray | None, question_idf: dict[str, float]) -> float:
+    """How well a sentence answers the question: its cosine to the query, plus the share of
+    the question's idf mass it contains (rare words matter), minus a little per passage rank.
+
+    Measured on the dev set against the needle (the sentence that answers): the needle is
+    the first sentence 26 times in 52 by this score (23 by cosine alone), among the first
+    four 45 times (37).
+    """
+    cos = float(s.vector @ query) if s.vector is not None and query is not None else 0.0
+    total = sum(question_idf.values())
+    words = set(tokenize(s.text))
+    covered = sum(w_idf for w, w_idf in question_idf.items() if w in words) / total if total else 0.0
+    return cos + 0.5 * covered - 0.05 * (s.source - 1)
+
+
+def question_weights(question: str, idf: dict[str, float]) -> dict[str, float]:
+    """The question's words (longer than two letters) with their corpus idf."""
+    return {w: idf.get(w, 0.0) for w in set(tokenize(question)) if len(w) > 2}
+
+
+def most_relevant(
+    sentences: Sequence[SourceSentence],
+    query: np.ndarray | None,
+    keep: int,
+    question_idf: dict[str, float] | None = None,
+) -> list[SourceSentence]:
+    """The ``keep`` most relevant sentences, in source order and numbered again 1..keep.
 
     Every prompt token costs time before the first answer token (about 10 ms each on two
-    cores), and the sentence that answers is almost always among the nearest few.
-    Sentences without a stored vector are kept: nothing is known against them.
+    cores), and the sentence that answers is almost always among the first few.
     """
-    if query is None or len(sentences) <= keep:
+    if len(sentences) <= keep:
         return list(sentences)
-    score = {s.n: float(s.vector @ query) if s.vector is not None else np.inf for s in sentences}
-    chosen = set(sorted(score, key=lambda n: -score[n])[:keep])
+    idf = question_idf or {}
+    ranked = sorted(sentences, key=lambda s: -relevance(s, query, idf))
+    chosen = {s.n for s in ranked[:keep]}
     kept = [s for s in sentences if s.n in chosen]
     return [replace(s, n=i) for i, s in enumerate(kept, start=1)]
 

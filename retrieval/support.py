@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from retrieval.bm25 import STOPWORDS, tokenize
-from retrieval.evidence import SourceSentence, source_heading
+from retrieval.evidence import SourceSentence, relevance, source_heading
 from retrieval.prompt import Claim
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -160,25 +160,20 @@ def _best_support(
 
 
 def best_for_question(
-    question_vec: np.ndarray | None, question: str, sentences: Sequence[SourceSentence], prefer: int = 0
+    question_vec: np.ndarray | None,
+    question_idf: dict[str, float],
+    sentences: Sequence[SourceSentence],
+    prefer: int = 0,
 ) -> SourceSentence | None:
-    """The sentence to show as "the docs say" when no claim can stand on its own.
-
-    The model's own pick (``prefer``) when it shares the question's words or meaning
-    at least as well as the best other sentence does; else the best sentence.
-    """
+    """The sentence to show as "the docs say" when no claim can stand on its own: the most
+    relevant one (the model's own pick on a near tie)."""
     if not sentences:
         return None
-    q_words = content_words(question)
-
-    def score(s: SourceSentence) -> float:
-        words = content_words(s.text)
-        overlap = len(q_words & words) / len(q_words) if q_words else 0.0
-        cos = float(question_vec @ s.vector) if question_vec is not None and s.vector is not None else 0.0
-        return cos + 0.5 * overlap
-
-    best = max(sentences, key=score)
+    best = max(sentences, key=lambda s: relevance(s, question_vec, question_idf))
     chosen = next((s for s in sentences if s.n == prefer), None)
-    if chosen is not None and score(chosen) >= score(best) - 0.03:
+    if (
+        chosen is not None
+        and relevance(chosen, question_vec, question_idf) >= relevance(best, question_vec, question_idf) - 0.03
+    ):
         return chosen
     return best
