@@ -398,6 +398,17 @@ def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeC
     return RuntimeChoiceReport(chosen, "measured", cpu.describe(), tuple(trials))
 
 
+def describe_cached_choice(cache_dir: Path) -> str:
+    """The runtime the last measurement chose here, for `footnote status` (reads, never measures)."""
+    try:
+        data = json.loads((cache_dir / "embed-runtime.json").read_text(encoding="utf-8"))
+        trials = tuple(RuntimeTrial(**t) for t in data["trials"])
+        report = RuntimeChoiceReport(data["chosen"], "measured", cpu_info().describe(), trials)
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"not measured yet on this machine ({cpu_info().describe()}); the first index or serve measures"
+    return f"{report.describe()} on {report.cpu}"
+
+
 def _versions() -> str:
     parts = []
     for mod in ("torch", "onnxruntime", "sentence_transformers"):

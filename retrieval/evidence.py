@@ -80,18 +80,16 @@ def most_relevant(
     keep: int,
     question_idf: dict[str, float] | None = None,
 ) -> list[SourceSentence]:
-    """The ``keep`` most relevant sentences, in source order and numbered again 1..keep.
+    """The ``keep`` most relevant sentences, most relevant first, numbered again 1..keep.
+
+    A small model leans on the first lines it reads; the first is the likeliest answer.
 
     Every prompt token costs time before the first answer token (about 10 ms each on two
     cores), and the sentence that answers is almost always among the first few.
     """
-    if len(sentences) <= keep:
-        return list(sentences)
     idf = question_idf or {}
     ranked = sorted(sentences, key=lambda s: -relevance(s, query, idf))
-    chosen = {s.n for s in ranked[:keep]}
-    kept = [s for s in sentences if s.n in chosen]
-    return [replace(s, n=i) for i, s in enumerate(kept, start=1)]
+    return [replace(s, n=i) for i, s in enumerate(ranked[:keep], start=1)]
 
 
 def source_heading(hit: Hit) -> str:
