@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     candidates: int = Field(50, ge=4, description="Candidates taken from each retriever before scoring.")
     max_sources: int = Field(4, ge=1, le=10, description="Sources given to the model.")
     max_sentences: int = Field(
-        6, ge=1, le=60, description="Source sentences (most relevant to the question) the model reads and may cite."
+        4, ge=1, le=60, description="Source sentences (most relevant to the question) the model reads and may cite."
     )
 
     # The gate.
