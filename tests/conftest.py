@@ -1,4 +1,8 @@
-"""Shared fixtures: each real model is loaded once per test run."""
+"""Shared fixtures: each real model is loaded once per test run; real engines on real Chroma.
+
+Logic tests use ``tests/fakes.py`` instead. The dev set is required in CI (``CI``
+set): a missing one fails the tests that need it instead of skipping them.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.runtime import build_engine, open_storage
 from retrieval.chunk import ChunkerConfig
-from retrieval.embed import SentenceTransformerEmbedder, load_embedder
+from retrieval.embed import Embedder, SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.rerank import SentenceReranker
 from retrieval.search import SearchConfig
@@ -25,6 +30,16 @@ DEV_DOCS = DEV / "docs"
 EXAMPLES = ROOT / "examples" / "docs"
 
 
+def require_dev_set() -> None:
+    """Skip locally without the dev set (saying where it was looked for); in CI, fail."""
+    if DEV_DOCS.is_dir():
+        return
+    msg = f"dev set not found at {DEV} (set FOOTNOTE_DEV_SET to its folder)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{msg}: CI must run the dev-set tests", pytrace=False)
+    pytest.skip(msg)
+
+
 def read_jsonl(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -37,10 +52,8 @@ def embedder() -> SentenceTransformerEmbedder:
 @pytest.fixture(scope="session")
 def dev_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Engine:
     """The dev corpus indexed once, with the real embedder into a real on-disk Chroma."""
-    if not DEV_DOCS.is_dir():
-        pytest.skip(f"dev set not found at {DEV_DOCS}")
-    data = tmp_path_factory.mktemp("dev-index")
-    eng = Engine(EngineConfig(data, DEV_DOCS, ChunkerConfig(), SearchConfig()), embedder, SentenceReranker(1.5))
+    require_dev_set()
+    eng = make_engine(embedder, tmp_path_factory.mktemp("dev-index"), DEV_DOCS)
     eng.sync()
     return eng
 
@@ -54,8 +67,19 @@ def examples_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pyt
     return eng
 
 
-def make_engine(embedder: SentenceTransformerEmbedder, data: Path, docs: Path, **kw: object) -> Engine:
-    return Engine(EngineConfig(data, docs, ChunkerConfig(), SearchConfig(), **kw), embedder, SentenceReranker(1.5))  # type: ignore[arg-type]
+def make_engine(
+    embedder: Embedder,
+    data: Path,
+    docs: Path,
+    *,
+    chroma_url: str | None = None,
+    chunker: ChunkerConfig | None = None,
+    extract_timeout_s: float = 60.0,
+    **kw: object,
+) -> Engine:
+    """A real engine wired as the product wires it (``bot.runtime``): Chroma on disk, or a Chroma server."""
+    cfg = EngineConfig(docs, chunker or ChunkerConfig(), SearchConfig(), **kw)  # type: ignore[arg-type]
+    return build_engine(cfg, embedder, SentenceReranker(1.5), open_storage(data, chroma_url), extract_timeout_s)
 
 
 @pytest.fixture(scope="session")

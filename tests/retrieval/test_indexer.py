@@ -6,30 +6,12 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from retrieval.embed import SentenceTransformerEmbedder
 from retrieval.manifest import FAILED, INDEXED
 from tests.conftest import EXAMPLES, make_engine
-
-
-class CountingEmbedder:
-    """The real embedder, counting how many texts it was asked to embed."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dimension = inner.dimension
-        self.window = inner.window
-        self.calls = 0
-
-    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
-        self.calls += len(texts)
-        return self.inner.embed(texts)
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
+from tests.fakes import CountingEmbedder
 
 
 @pytest.fixture
@@ -53,7 +35,7 @@ def test_index_then_reindex_does_no_embedding_work(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     counting = CountingEmbedder(embedder)
-    eng = make_engine(counting, tmp_path / "data", docs)  # type: ignore[arg-type]
+    eng = make_engine(counting, tmp_path / "data", docs)
     first = eng.sync()
     assert sorted(first.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
     assert counting.calls > 0

@@ -18,12 +18,11 @@ import pytest
 
 from retrieval.chunk import ChunkerConfig
 from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import Engine, EngineConfig
+from retrieval.engine import Engine
 from retrieval.manifest import INDEXED, STALE
-from retrieval.rerank import SentenceReranker
-from retrieval.search import SearchConfig
 from tests.conftest import EXAMPLES, ROOT, make_engine
-from tests.retrieval.test_indexer import CountingEmbedder, _agree
+from tests.fakes import CountingEmbedder
+from tests.retrieval.test_indexer import _agree
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ def test_rename_moves_vectors_without_embedding_and_keeps_one_copy(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     counting = CountingEmbedder(embedder)
-    eng = make_engine(counting, tmp_path / "data", docs)  # type: ignore[arg-type]
+    eng = make_engine(counting, tmp_path / "data", docs)
     eng.sync()
     before = eng.manifest.get("on-call.md")
     (docs / "handbooks").mkdir()
@@ -60,7 +59,7 @@ def test_a_one_paragraph_edit_embeds_only_what_changed(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     counting = CountingEmbedder(embedder)
-    eng = make_engine(counting, tmp_path / "data", docs)  # type: ignore[arg-type]
+    eng = make_engine(counting, tmp_path / "data", docs)
     eng.sync()
     path = docs / "on-call.md"
     path.write_text(path.read_text() + "\nPagers are tested every first Monday of the month.\n")
@@ -72,7 +71,7 @@ def test_a_one_paragraph_edit_embeds_only_what_changed(
 
 
 def _engine(embedder, data: Path, docs: Path, chunker: ChunkerConfig) -> Engine:  # type: ignore[no-untyped-def]
-    return Engine(EngineConfig(data, docs, chunker, SearchConfig()), embedder, SentenceReranker())
+    return make_engine(embedder, data, docs, chunker=chunker)
 
 
 def test_a_chunker_change_marks_stale_searches_old_vectors_then_rebuilds(
@@ -137,7 +136,7 @@ def test_questions_during_a_sync_are_answered_from_the_last_index(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     gated = GatedEmbedder(embedder)
-    eng = make_engine(gated, tmp_path / "data", docs)  # type: ignore[arg-type]
+    eng = make_engine(gated, tmp_path / "data", docs)
     eng.sync()
     eng.searcher()
     (docs / "time-off.txt").unlink()
