@@ -1,0 +1,99 @@
+"""The model-server client's URL handling and retries, against a tiny local HTTP server (no model)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from retrieval.errors import ModelError
+from retrieval.llm import OpenAICompatibleModel
+
+
+class FakeModelServer:
+    """Answers /v1/chat/completions and /v1/models; ``fail_next`` requests get a 500 first."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.bodies: list[dict[str, object]] = []
+        self.fail_next = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                outer.paths.append(self.path)
+                outer.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                if outer.fail_next > 0:
+                    outer.fail_next -= 1
+                    self._send(500, {"error": "busy"})
+                elif self.path == "/v1/chat/completions":
+                    self._send(200, {"choices": [{"message": {"content": "It is 5 minutes [1]."}}]})
+                else:
+                    self._send(404, {"error": "no such route"})
+
+            def do_GET(self) -> None:
+                outer.paths.append(self.path)
+                self._send(200 if self.path == "/v1/models" else 404, {"data": []})
+
+            def _send(self, code: int, body: dict[str, object]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeModelServer]:
+    s = FakeModelServer()
+    yield s
+    s.close()
+
+
+MESSAGES = [{"role": "user", "content": "How fast?"}]
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/", "/v1/chat/completions"])
+def test_root_v1_or_full_url_all_reach_chat_completions(server: FakeModelServer, suffix: str) -> None:
+    model = OpenAICompatibleModel(server.url + suffix, retries=0)
+    streamed: list[str] = []
+    assert model.complete(MESSAGES, 32, streamed.append) == "It is 5 minutes [1]."
+    assert server.paths == ["/v1/chat/completions"] and streamed == ["It is 5 minutes [1]."]
+    body = server.bodies[0]
+    assert body["messages"] == MESSAGES and body["max_tokens"] == 32 and body["temperature"] == 0.0
+    assert model.reachable() and server.paths[-1] == "/v1/models"
+
+
+def test_a_failed_request_is_retried(server: FakeModelServer) -> None:
+    server.fail_next = 1
+    assert OpenAICompatibleModel(server.url, retries=1).complete(MESSAGES, 16) == "It is 5 minutes [1]."
+    assert server.paths == ["/v1/chat/completions"] * 2
+
+
+def test_a_server_that_keeps_failing_is_a_model_error_naming_it(server: FakeModelServer) -> None:
+    server.fail_next = 5
+    with pytest.raises(ModelError, match="not reachable or did not answer"):
+        OpenAICompatibleModel(server.url, retries=0).complete(MESSAGES, 16)
+    assert len(server.paths) == 1  # retries=0: one attempt
+
+
+def test_an_unreachable_server_is_reported_unreachable(server: FakeModelServer) -> None:
+    url = server.url
+    server.close()
+    assert not OpenAICompatibleModel(url).reachable(timeout_s=0.5)
