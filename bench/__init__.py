@@ -180,6 +180,7 @@ def _slack_lines(rt: Runtime, qs: Sequence[str], tmp: Path) -> list[str]:
     import json
 
     from tests.fake_slack import FakeSlack, signed_post
+
     from bot.http_server import make_server, serve_in_thread
     from bot.slack_app import SlackBot
 

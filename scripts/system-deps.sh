@@ -28,5 +28,5 @@ else
 fi
 echo "Installing system packages for the tests:$missing" >&2
 $SUDO apt-get update -qq
-# shellcheck disable=SC2086 # one word per package
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# shellcheck disable=SC2086 # one word per package; env: sudo would drop DEBIAN_FRONTEND
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
