@@ -384,7 +384,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             target=settings.chunk_size,
             gate=rt.gate_config(),
             max_sources=settings.max_sources,
-            default_label=f"default: {settings.fusion} fusion + {settings.reranker or 'sentence + section'} rerank",
+            default_label=f"default: {settings.fusion} fusion + {_reranker_label(settings)} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
         )
     click.echo(format_eval(report))
@@ -435,6 +435,10 @@ def bench(
 
     qs = [q.question for q in _read_questions(questions, needs_needle=False)] if questions else []
     run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated, slack)
+
+
+def _reranker_label(settings: Settings) -> str:
+    return "sentence + section" if settings.reranker_kind == "sentence" else str(settings.reranker)
 
 
 def _import_bench() -> Callable[..., None]:
