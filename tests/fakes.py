@@ -11,6 +11,7 @@ real :class:`~retrieval.engine.Engine`. The Slack fakes live with the Slack test
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,32 @@ class CountingEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+
+class RenamedEmbedder(CountingEmbedder):
+    """Any embedder under another model name: as if the team switched models."""
+
+    def __init__(self, inner: Embedder, name: str = "another-model") -> None:
+        super().__init__(inner)
+        self.name = name
+
+
+class GatedEmbedder(CountingEmbedder):
+    """Blocks inside ``embed`` (once ``block`` is set, on a batch holding ``trigger``) until
+    released, so a test can act in the middle of a sync."""
+
+    def __init__(self, inner: Embedder, trigger: str) -> None:
+        super().__init__(inner)
+        self.trigger = trigger
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.block = False
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        if self.block and any(self.trigger in t for t in texts):
+            self.entered.set()
+            assert self.release.wait(30)
+        return super().embed(texts)
 
 
 @dataclass

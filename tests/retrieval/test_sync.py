@@ -13,7 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from retrieval.chunk import ChunkerConfig
@@ -21,7 +20,7 @@ from retrieval.embed import SentenceTransformerEmbedder
 from retrieval.engine import Engine
 from retrieval.manifest import INDEXED, STALE
 from tests.conftest import EXAMPLES, ROOT, make_engine
-from tests.fakes import CountingEmbedder
+from tests.fakes import CountingEmbedder, GatedEmbedder, RenamedEmbedder
 from tests.retrieval.test_indexer import _agree
 
 
@@ -92,19 +91,11 @@ def test_a_chunker_change_marks_stale_searches_old_vectors_then_rebuilds(
     _agree(eng)
 
 
-class RenamedModel(CountingEmbedder):
-    """The real embedder under another model name: as if the team switched models."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
-        super().__init__(inner)
-        self.name = "another-model"
-
-
 def test_vectors_of_another_model_are_never_searched(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     _engine(embedder, tmp_path / "data", docs, ChunkerConfig()).sync()
-    other = RenamedModel(embedder)
+    other = RenamedEmbedder(embedder)
     eng = _engine(other, tmp_path / "data", docs, ChunkerConfig())
     eng.mark_stale()
     assert {r.state for r in eng.manifest.all().values()} == {STALE}
@@ -116,26 +107,10 @@ def test_vectors_of_another_model_are_never_searched(
     _agree(eng)
 
 
-class GatedEmbedder(CountingEmbedder):
-    """Blocks inside ``embed`` until released, so a test can act in the middle of a sync."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
-        super().__init__(inner)
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.block = False
-
-    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
-        if self.block and any("twelve spaces" in t for t in texts):
-            self.entered.set()
-            assert self.release.wait(30)
-        return super().embed(texts)
-
-
 def test_questions_during_a_sync_are_answered_from_the_last_index(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
-    gated = GatedEmbedder(embedder)
+    gated = GatedEmbedder(embedder, trigger="twelve spaces")
     eng = make_engine(gated, tmp_path / "data", docs)
     eng.sync()
     eng.searcher()
