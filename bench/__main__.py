@@ -7,4 +7,4 @@ import sys
 from bot.cli import main
 
 if __name__ == "__main__":
-    main(["bench", *sys.argv[1:]], prog_name="python -m bench")
+    main(["bench", *sys.argv[1:]], prog_name="python -m")  # usage reads "python -m bench [OPTIONS]"
