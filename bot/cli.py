@@ -345,10 +345,18 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Write recall and refusal-sweep PNGs here.",
 )
+@click.option(
+    "--answers", "with_answers", is_flag=True,
+    help="Also ask every question through the model: citations, evidence hits, bluffs, answer time (slow).",
+)  # fmt: skip
+@click.option(
+    "--compare-answers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A previous --json output: paired sign tests of its answers against this run's.",
+)  # fmt: skip
 @click.pass_obj
 @_friendly
-def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None) -> None:  # fmt: skip
-    """Measure retrieval and refusals on your own documents, without the model.
+def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, with_answers: bool, compare_answers: Path | None) -> None:  # fmt: skip
+    """Measure retrieval and refusals on your own documents (and, with --answers, the answers).
 
     Each question's NEEDLE is a sentence copied verbatim from the document that
     answers it; a strategy finds it when a returned passage contains the whole
@@ -361,7 +369,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     """
     import tempfile
 
-    from bot.eval_report import format_eval, write_plots
+    from bot.eval_report import format_answers, format_eval, write_plots
     from retrieval.eval_suite import load_documents, run_eval
 
     if plots_dir is not None and importlib.util.find_spec("matplotlib") is None:
@@ -387,13 +395,33 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             default_label=f"default: {settings.fusion} fusion + {_reranker_label(settings)} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
         )
+        answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
     click.echo(format_eval(report))
+    out = report.as_json()
+    if answers is not None:
+        click.echo(format_answers(answers))
+        out["answers"] = answers
     if json_out is not None:
-        json_out.write_text(json.dumps(report.as_json(), indent=2), encoding="utf-8")
+        json_out.write_text(json.dumps(out, indent=2), encoding="utf-8")
         click.echo(f"Wrote {json_out}")
     if plots_dir is not None:
         for png in write_plots(report, plots_dir):
             click.echo(f"Wrote {png}")
+
+
+def _eval_answers(rt: Runtime, qs: list[Any], oods: list[Any], compare_to: Path | None) -> dict[str, Any]:
+    """Every question through the real answer service; optionally paired against an earlier run."""
+    from retrieval.answer_eval import compare, rows_from_json, rows_json, run_answers, summarise
+
+    rows = run_answers(rt.answers, qs, oods, progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True))
+    result: dict[str, Any] = {"model": rt.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
+    if compare_to is not None:
+        old = json.loads(compare_to.read_text(encoding="utf-8")).get("answers", {}).get("rows")
+        if not old:
+            raise click.ClickException(f"{compare_to} has no answers: run the earlier eval with --answers --json")
+        before = rows_from_json(old)
+        result["paired"] = [compare(rows, before, m) for m in ("evidence_hit", "cited", "answered")]
+    return result
 
 
 @main.command()
@@ -514,7 +542,7 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
         raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
     rt = Runtime(settings)
     _claim_folder(rt, reindex_from is not None)
-    run(rt, socket=use_socket, host=host, port=http_port or 3000)
+    run(rt, socket=use_socket, host=host, port=http_port or settings.http_port)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from retrieval.embed import Embedder, SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.gate import GateConfig
 from retrieval.lease import ChromaLease, FileLease, Lease
+from retrieval.links import LinkSigner, load_secret
 from retrieval.llm import LanguageModel, OpenAICompatibleModel, load_model
 from retrieval.manifest import Manifest, SqliteManifest
 from retrieval.rerank import Reranker, load_reranker
@@ -75,7 +76,8 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> SentenceTransformerEmbedder:
-        return load_embedder()
+        s = self.settings
+        return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models")
 
     def chunker(self) -> ChunkerConfig:
         s = self.settings
@@ -116,6 +118,9 @@ class Runtime:
             n_ctx=s.llm_context,
             threads=s.llm_threads,
             timeout_s=s.llm_timeout_s,
+            n_batch=s.llm_batch,
+            flash_attn=s.llm_flash_attn,
+            deadline_s=s.answer_deadline_s,
         )
 
     def model_reachable(self) -> bool:
@@ -124,6 +129,13 @@ class Runtime:
         if s.llm_url:
             return OpenAICompatibleModel(s.llm_url).reachable()
         return s.llm_gguf is None or s.llm_gguf.is_file()
+
+    @cached_property
+    def links(self) -> LinkSigner:
+        """Signs the viewer links citations carry, and checks them in /view."""
+        s = self.settings
+        secret = load_secret(s.data_dir, s.link_secret.get_secret_value() if s.link_secret else None)
+        return LinkSigner(secret, s.link_ttl_days * 86400)
 
     @cached_property
     def answers(self) -> AnswerService:
@@ -138,4 +150,5 @@ class Runtime:
             docs_url=s.docs_url,
             docs_dir=s.docs_dir,
             viewer_url=s.public_url,
+            sign_link=self.links.sign if s.public_url else None,  # only viewer links are signed
         )

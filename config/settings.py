@@ -54,6 +54,14 @@ class Settings(BaseSettings):
     )
     chroma_url: str | None = Field(None, description="Chroma server (e.g. http://chroma:8000) instead of on-disk.")
 
+    # Citation links
+    link_secret: SecretStr | None = Field(
+        None,
+        min_length=16,
+        description="Key that signs /view links; unset = a random key in the data dir (replicas must share one).",
+    )
+    link_ttl_days: float = Field(30.0, gt=0, description="How long a posted /view link keeps working.")
+
     # Keeping the index true to the folder.
     sync_minutes: float = Field(15.0, ge=0, description="Re-sync interval in `footnote serve`; 0 = only at start.")
     sync_cron: str | None = Field(
@@ -64,6 +72,12 @@ class Settings(BaseSettings):
     chunk_size: int = Field(512, ge=64, le=8192, description="Chunk target size in characters.")
     chunk_overlap: int = Field(0, ge=0, le=1024, description="Characters copied from the previous chunk.")
     max_file_mb: float = Field(50.0, gt=0, description="Files larger than this are recorded as failed.")
+
+    # The embedding runtime: "auto" times every runtime this CPU can run and takes the
+    # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).
+    embed_runtime: Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"] = Field(
+        "auto", description="auto, torch-fp32, torch-bf16, onnx or onnx-int8."
+    )
 
     # Retrieval and ranking.
     fusion: Fusion = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
@@ -87,7 +101,12 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(256, ge=16, le=4096)
     llm_context: int = Field(4096, ge=512)
     llm_threads: int | None = Field(None, ge=1, description="Threads for llama.cpp; unset = all cores.")
-    llm_timeout_s: float = Field(120.0, gt=0)
+    llm_timeout_s: float = Field(30.0, gt=0, description="Per-request timeout for a model server.")
+    llm_batch: int = Field(512, ge=32, le=4096, description="llama.cpp prompt batch (n_batch = n_ubatch).")
+    llm_flash_attn: bool = Field(False, description="llama.cpp flash attention.")
+    answer_deadline_s: float = Field(
+        30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
+    )
 
     # Slack (the tokens keep Slack's own variable names).
     slack_bot_token: SecretStr | None = Field(
@@ -104,6 +123,32 @@ class Settings(BaseSettings):
         "", description="Channel -> folders it may search, e.g. 'C0ENG=engineering,*=public,dm=public'."
     )
     excluded_channels: str = Field("", description="Comma-separated channel ids where Footnote does not answer.")
+
+    # Slack delivery (journal, threads, deadline)
+    http_port: int = Field(
+        3000,
+        ge=1,
+        le=65535,
+        description="Port of /healthz, /metrics and /view in every mode (Slack's events in HTTP mode).",
+    )
+    journal_max_age_s: float = Field(
+        3600.0,
+        gt=0,
+        le=7 * 86_400,
+        description="At start, unfinished questions older than this get an apology instead.",
+    )
+    shutdown_grace_s: float = Field(
+        8.0, ge=0, le=600, description="On SIGTERM, how long the answer being written may take (docker stop: 10 s)."
+    )
+    thread_messages: int = Field(20, ge=1, le=1000, description="Last messages of a thread read for a follow-up.")
+    thread_context_chars: int = Field(
+        800,
+        ge=0,
+        le=4000,
+        description="Budget of question + earlier questions in the retrieval query (embedder window).",
+    )
+    slack_native_stream: bool = Field(True, description="Stream with chat.startStream where Slack offers it.")
+    slack_stream_interval_s: float = Field(1.5, ge=0.1, le=60, description="Seconds between streaming updates.")
 
     @field_validator("reranker")
     @classmethod

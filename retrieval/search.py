@@ -110,6 +110,11 @@ class Snapshot:
             np.maximum.at(top, self.section_of, per_chunk)
         return top[self.section_of]
 
+    def sentence_rows(self, i: int) -> np.ndarray:
+        """The stored vectors of chunk ``i``'s sentences, in the order of its sentence spans."""
+        lo, hi = np.searchsorted(self.sentence_owner, [i, i + 1])
+        return self.sentence_vectors[lo:hi]
+
     def best_sentence(self, q: np.ndarray) -> np.ndarray:
         """Per chunk, the cosine of its sentence closest to the query."""
         best = np.full(len(self.chunks), -1.0, dtype=np.float32)

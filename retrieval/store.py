@@ -10,7 +10,6 @@ try to download a model, so the collections get one that refuses to run.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,11 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from retrieval.errors import StoreError
-from retrieval.lease import take_record
 from retrieval.types import Chunk
 
 CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
-CLAIMS = "footnote_claims"  # shared by every replica
 
 
 class _RefuseToEmbed:
@@ -224,7 +221,11 @@ class ChromaStore:
         pos = {c.id: k for k, c in enumerate(chunks)}
         sg = self._sentences.get(include=["embeddings", "metadatas"])
         owners = np.asarray([pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []], dtype=np.int64)
-        keep = owners >= 0  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        # Ids are "<chunk id>:s<i>": sentences are kept in their chunk's order, so the
+        # i-th vector of a chunk belongs to its i-th sentence span (the answer's evidence).
+        ordinal = np.asarray([int(i.rsplit(":s", 1)[1]) for i in sg["ids"]], dtype=np.int64)
+        keep = np.flatnonzero(owners >= 0)  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        keep = keep[np.lexsort((ordinal[keep], owners[keep]))]
         return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
 
 
@@ -260,25 +261,3 @@ def _chunk_from(cid: str, content: str | None, m: Any) -> Chunk:
         end=int(m["end"]),
         meta=json.loads(str(m.get("meta") or "{}")),
     )
-
-
-class ChromaClaims:
-    """First-come claims on keys (Slack event ids) shared by every replica.
-
-    ``claim`` adds the key with this replica as owner (``add`` never overwrites) and
-    reads it back: only the replica whose owner id comes back handles the event.
-    """
-
-    def __init__(self, store: ChromaStore, owner: str, keep_s: float = 86_400.0) -> None:
-        self._c = store.collection(CLAIMS)
-        self.owner = owner
-        self.keep_s = keep_s
-        self._n = 0
-
-    def claim(self, key: str) -> bool:
-        now = time.time()
-        mine = take_record(self._c, key, self.owner, at=now)
-        self._n += 1
-        if self._n % 500 == 0:  # Slack retries within minutes; old claims only take space
-            self._c.delete(where={"at": {"$lt": now - self.keep_s}})
-        return mine

@@ -14,19 +14,24 @@ from retrieval.llm import OpenAICompatibleModel
 
 
 class FakeModelServer:
-    """Answers /v1/chat/completions and /v1/models; ``fail_next`` requests get a 500 first."""
+    """Answers /v1/chat/completions and /v1/models; ``fail_next`` requests get a 500 first,
+    and requests with a grammar get a 400 while ``reject_grammar`` is set."""
 
     def __init__(self) -> None:
         self.paths: list[str] = []
         self.bodies: list[dict[str, object]] = []
         self.fail_next = 0
+        self.reject_grammar = False
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 outer.paths.append(self.path)
-                outer.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                if outer.fail_next > 0:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.bodies.append(body)
+                if outer.reject_grammar and "grammar" in body:
+                    self._send(400, {"error": "unknown field: grammar"})
+                elif outer.fail_next > 0:
                     outer.fail_next -= 1
                     self._send(500, {"error": "busy"})
                 elif self.path == "/v1/chat/completions":
@@ -88,9 +93,24 @@ def test_a_failed_request_is_retried(server: FakeModelServer) -> None:
 
 def test_a_server_that_keeps_failing_is_a_model_error_naming_it(server: FakeModelServer) -> None:
     server.fail_next = 5
-    with pytest.raises(ModelError, match="not reachable or did not answer"):
+    with pytest.raises(ModelError, match="not reachable"):
         OpenAICompatibleModel(server.url, retries=0).complete(MESSAGES, 16)
     assert len(server.paths) == 1  # retries=0: one attempt
+
+
+def test_a_rejected_request_is_not_retried_and_a_grammar_is_dropped_once(server: FakeModelServer) -> None:
+    server.reject_grammar = True
+    model = OpenAICompatibleModel(server.url, retries=3)
+    assert model.complete(MESSAGES, 16, grammar='root ::= "x"') == "It is 5 minutes [1]."
+    assert ["grammar" in b for b in server.bodies] == [True, False] and not model.supports_grammar
+    model.complete(MESSAGES, 16, grammar='root ::= "x"')
+    assert "grammar" not in server.bodies[-1]  # remembered: not asked again
+
+
+def test_a_4xx_is_a_model_error_at_once(server: FakeModelServer) -> None:
+    with pytest.raises(ModelError, match="refused the request"):
+        OpenAICompatibleModel(server.url + "/v1/other", retries=3).complete(MESSAGES, 16)  # the fake's 404
+    assert len(server.paths) == 1
 
 
 def test_an_unreachable_server_is_reported_unreachable(server: FakeModelServer) -> None:
