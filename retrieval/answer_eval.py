@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from retrieval.answer import Answer, AnswerService
+from retrieval.errors import FootnoteError
 from retrieval.evaluate import normalise, sign_test, wilson
 from retrieval.support import content_words
 
@@ -68,7 +69,10 @@ def run_answers(
     every = [(q, False) for q in questions] + [(q, True) for q in ood]
     for i, (q, is_ood) in enumerate(every, start=1):
         t = time.perf_counter()
-        a = service.answer(q.question)
+        try:
+            a = service.answer(q.question)
+        except FootnoteError as exc:  # a model that timed out on one question is a result, not a crash
+            a = Answer(q.question, True, f"error: {exc}", "", [])
         rows.append(score(q.id, q.style, q.question, q.needle, a, time.perf_counter() - t, is_ood))
         if i % 10 == 0 or i == len(every):
             progress(f"answers {i}/{len(every)}")

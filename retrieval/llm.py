@@ -234,14 +234,14 @@ def _error_text(exc: urllib.error.HTTPError) -> str:
 
 
 def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) -> LanguageModel:
-    """The configured model: a server URL wins, then a GGUF path, then the packaged default."""
+    """The configured model: a server URL wins, then a GGUF path, then a packaged model (``packaged``)."""
     deadline = float(kw.get("deadline_s", 30.0))
     if url:
         return OpenAICompatibleModel(url, timeout_s=float(kw.get("timeout_s", deadline)), deadline_s=deadline)
     if gguf is None:
-        from retrieval.model_files import default_gguf
+        from retrieval.model_files import packaged_gguf
 
-        gguf = default_gguf(models_dir)
+        gguf = packaged_gguf(models_dir, kw.get("packaged", "qwen-0.5b"))
     return LlamaCppModel(
         gguf,
         n_ctx=int(kw.get("n_ctx", 4096)),

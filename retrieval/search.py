@@ -130,6 +130,7 @@ class SearchResult:
     best_distance: float  # nearest chunk by cosine distance, whatever its rank
     coverage: float
     timings: dict[str, float]
+    query_vector: np.ndarray | None = None  # the embedded query (with its thread context)
 
 
 class Searcher:
@@ -168,7 +169,7 @@ class Searcher:
         timings["embed"] = _lap(t)
         allowed = snap.within(folders)
         if not snap.chunks or (allowed is not None and not allowed.any()):
-            return SearchResult(query, [], 1.0, snap.bm25.coverage(full), timings)
+            return SearchResult(query, [], 1.0, snap.bm25.coverage(full), timings, q)
 
         t = time.perf_counter()
         cos = snap.vectors @ q
@@ -196,7 +197,7 @@ class Searcher:
 
         hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
         best_distance = float(1.0 - (cos.max() if allowed is None else cos[allowed].max()))
-        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings)
+        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q)
 
     def _dense(self, cos: np.ndarray, allowed: np.ndarray | None) -> list[int]:
         """Dense candidates by exact scan: the top cosines, among the allowed chunks only."""

@@ -37,9 +37,10 @@ class Support:
     overlap: float
     cosine: float
     numbers_ok: bool
+    polarity_ok: bool = True  # no word negated in one and affirmed in the other
 
     def supports(self, cfg: SupportConfig) -> bool:
-        return self.numbers_ok and (self.overlap >= cfg.overlap or self.cosine >= cfg.cosine)
+        return self.numbers_ok and self.polarity_ok and (self.overlap >= cfg.overlap or self.cosine >= cfg.cosine)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,27 @@ def content_words(text: str) -> set[str]:
     return {_stem(w) for w in tokenize(text) if w not in STOPWORDS and len(w) > 1 and not w.isdigit()}
 
 
+# "not", "no", "never", and the "t" that tokenising "doesn't" leaves behind.
+_NEGATIONS = frozenset({"not", "no", "never", "cannot", "t", "none", "nor", "without", "neither"})
+
+
+def negated_words(text: str, reach: int = 3) -> set[str]:
+    """Content words within ``reach`` words after a negation: "does not *generate* the answer"."""
+    out: set[str] = set()
+    toks = tokenize(text)
+    for i, tok in enumerate(toks):
+        if tok in _NEGATIONS:
+            out |= {_stem(w) for w in toks[i + 1 : i + 1 + reach] if w not in STOPWORDS and w not in _NEGATIONS}
+    return out
+
+
+def polarity_agrees(claim: str, evidence: str) -> bool:
+    """False when a word the two share is negated in one and not in the other: a claim
+    that "the pipeline generates its answers" is not backed by "it does not generate the answer"."""
+    shared = content_words(claim) & content_words(evidence)
+    return not (shared & (negated_words(claim) ^ negated_words(evidence)))
+
+
 def numbers(text: str) -> set[str]:
     return {n.rstrip(".,") for n in _NUMBER.findall(text)}
 
@@ -82,7 +104,7 @@ def support(claim: str, claim_vec: np.ndarray | None, ev: SourceSentence) -> Sup
     overlap = len(words & have) / len(words) if words else 0.0
     cos = float(claim_vec @ ev.vector) if claim_vec is not None and ev.vector is not None else 0.0
     nums_ok = numbers(claim) <= numbers(ev.text) | numbers(source_heading(ev.hit))
-    return Support(overlap, cos, nums_ok)
+    return Support(overlap, cos, nums_ok, polarity_agrees(claim, ev.text))
 
 
 def check(

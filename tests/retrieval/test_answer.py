@@ -201,3 +201,19 @@ def test_real_model_cites_sentences_whose_ranges_slice_exactly(
     assert any("5 minutes" in c.quote for c in svc.answer(SEV1).citations)
     # What streamed to the reader never carried the model's sentence numbers.
     assert raws and not any(re.search(r"\[\d+\]", r) for r in raws)
+
+
+def test_a_missing_model_package_names_the_extra_that_installs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval import model_files
+
+    missing = model_files.Packaged(
+        "m.gguf", "0" * 64, 10, "no_such_module_{i}", "no-such-part{i}", 2, extra="large-model"
+    )
+    monkeypatch.setitem(model_files.MODELS, "qwen-1.5b", missing)
+    with pytest.raises(
+        ModelError, match=r"no-such-part1 is not installed; run `pip install 'footnote\[large-model\]'`"
+    ):
+        model_files.packaged_gguf(tmp_path, "qwen-1.5b")
+    assert not list(tmp_path.iterdir())  # no half-written model file is left behind
