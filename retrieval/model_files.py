@@ -40,7 +40,9 @@ class Packaged:
                 mod = importlib.import_module(self.module.format(i=i))
             except ImportError as exc:
                 how = f"pip install 'footnote[{self.extra}]'" if self.extra else "make install"
-                raise ModelError(f"the model package {self.project.format(i=i)} is not installed; run `{how}`") from exc
+                raise ModelError(
+                    f"the model package {self.project.format(i=i)} is not installed; run `{how}`"
+                ) from exc
             files.append(Path(mod.__file__).parent / "data" / f"part{i:02d}.bin")  # type: ignore[arg-type]
         return files
 
