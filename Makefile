@@ -1,28 +1,34 @@
-# Footnote: `make install` sets up .venv; `make demo` indexes and asks; `make test` runs the tests.
+# Footnote: `make install` sets up .venv; `make demo` indexes and asks; `make test` installs
+# everything the tests need (Python packages and system programs) and runs them.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench eval clean
+.PHONY: install system-deps demo test lint bench eval clean
 
 # The same script builds the Docker image's venv.
 install:
 	PY=$(PY) scripts/install.sh $(VENV) dev editable
 
+# chromium, chromium-driver, tesseract-ocr: apt-get as root or through sudo, else a clear message.
+system-deps:
+	scripts/system-deps.sh
+
 demo: install
 	$(BIN)/footnote index examples/docs
 	$(BIN)/footnote ask "How fast do I have to acknowledge a SEV1 page?"
 
-test: install
+test: install system-deps
 	$(BIN)/python -m pytest
 
 lint:
-	$(BIN)/ruff check bot retrieval config tests
-	$(BIN)/ruff format --check bot retrieval config tests
+	$(BIN)/ruff check bot retrieval config bench tests
+	$(BIN)/ruff format --check bot retrieval config bench tests
 
 # The dev set lives beside the repo in our workspace; point EVAL at your own.
 EVAL ?= ../shared/eval/dev
 
+# The benchmarks live in bench/ (tooling: not in the wheel); `footnote bench` finds them in this checkout.
 bench:
 	$(BIN)/footnote bench --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl
 

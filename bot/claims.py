@@ -16,7 +16,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from retrieval.store import ChromaStore, take
+from retrieval.lease import take_record as take
+from retrieval.store import ChromaStore
 
 log = logging.getLogger("footnote.slack")
 

@@ -1,24 +1,28 @@
 """The ``footnote`` command line: index, status, search, ask, eval, bench, serve.
 
 Errors from the core (:class:`FootnoteError`) become a one-line message and exit
-code 1 here; nothing below this module prints or exits.
+code 1 here; a bad setting is shown once, with its variable's name, and exits 2.
+Nothing below this module prints or exits. Read commands (status, search, ask,
+eval) never write to the live index.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from pydantic import ValidationError
 
 from bot.runtime import Runtime
 from config.settings import Settings, load_settings
 from retrieval.errors import FootnoteError
-from retrieval.manifest import Manifest
+from retrieval.manifest import DocRecord, totals
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +41,28 @@ def _friendly(fn: F) -> F:
     return inner  # type: ignore[return-value]
 
 
+def settings_errors(exc: ValidationError) -> list[str]:
+    """One line per bad setting, named as the operator sets it (``FOOTNOTE_FUSION``, ``SLACK_BOT_TOKEN``)."""
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "literal_error":
+            choices = str(err.get("ctx", {}).get("expected", "")).replace(" or ", ", ").replace("'", "")
+            msg = f"must be one of {choices}"
+        msg = msg.replace("Input should be", "must be")
+        if field is not None and not isinstance(err.get("input"), Mapping):
+            msg += f" (got {err['input']!r})"
+        lines.append(f"footnote: {_env_name(field)}: {msg}" if field else f"footnote: {msg}")
+    return lines
+
+
+def _env_name(field: str) -> str:
+    alias = Settings.model_fields[field].validation_alias if field in Settings.model_fields else None
+    choices = getattr(alias, "choices", None)
+    return str(choices[0]) if choices else f"FOOTNOTE_{field.upper()}"
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--data-dir", type=click.Path(path_type=Path), help="Where the index lives [env FOOTNOTE_DATA_DIR].")
 @click.pass_context
@@ -46,24 +72,55 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
 
     Settings come from FOOTNOTE_* environment variables or a .env file.
     """
-    ctx.obj = load_settings(data_dir=data_dir)
+    try:
+        ctx.obj = load_settings(data_dir=data_dir)
+    except ValidationError as exc:
+        for line in settings_errors(exc):
+            click.secho(line, fg="red", err=True)
+        sys.exit(2)
+
+
+def _reindex_option(fn: F) -> F:
+    return click.option(  # type: ignore[return-value]
+        "--reindex-from",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Rebuild the index from this folder, replacing the one it was built from.",
+    )(fn)
+
+
+def _claim_folder(rt: Runtime, reindex: bool) -> None:
+    """An index belongs to one docs folder: another one is refused unless --reindex-from said so."""
+    if reindex:
+        rt.engine.adopt_folder()
+    else:
+        rt.engine.check_folder()
+
+
+def _folder_settings(settings: Settings, docs_dir: Path | None, reindex_from: Path | None) -> Settings:
+    if reindex_from is not None and docs_dir is not None and docs_dir.resolve() != reindex_from.resolve():
+        raise click.UsageError("give the folder once: DOCS_DIR or --reindex-from")
+    folder = reindex_from or docs_dir
+    return settings.model_copy(update={"docs_dir": folder}) if folder is not None else settings
 
 
 @main.command()
 @click.argument("docs_dir", required=False, type=click.Path(path_type=Path))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@_reindex_option
 @click.pass_obj
 @_friendly
-def index(settings: Settings, docs_dir: Path | None, quiet: bool) -> None:
+def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: Path | None) -> None:
     """Sync DOCS_DIR (default FOOTNOTE_DOCS_DIR) into the index.
 
     Unchanged files are skipped by content hash; changed files are rebuilt; deleted
     files leave the index. A file that cannot be read is recorded as failed with its
     reason and never stops the others. Exits 0 when the sync ran, even with failures.
+    An index belongs to the folder it was first built from: another folder is
+    refused unless given as --reindex-from.
     """
-    if docs_dir is not None:
-        settings = settings.model_copy(update={"docs_dir": docs_dir})
+    settings = _folder_settings(settings, docs_dir, reindex_from)
     rt = Runtime(settings)
+    _claim_folder(rt, reindex_from is not None)
     report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
     click.echo(
         f"Synced {settings.docs_dir} in {report.seconds:.1f}s: {len(report.indexed)} indexed "
@@ -74,11 +131,11 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool) -> None:
         click.secho(f"  failed  {path}: {reason}", fg="yellow")
     for path, reason in report.skipped.items():
         click.echo(f"  skipped {path}: {reason}")
-    _print_totals(rt.engine.manifest)
+    _print_totals(rt.engine.manifest.all())
 
 
-def _print_totals(manifest: Manifest) -> None:
-    t = manifest.totals()
+def _print_totals(recs: Mapping[str, DocRecord]) -> None:
+    t = totals(recs.values())
     click.echo(
         f"Index: {t['documents']} documents: {t['indexed']} indexed, {t['failed']} failed, "
         f"{t['stale']} stale; {t['chunks']} chunks stored."
@@ -94,37 +151,53 @@ def status(settings: Settings, as_json: bool) -> None:
 
     Counts are read from the index, not from what the last sync said it did.
     Documents built with another embedding model, chunker or extractor version
-    than the current settings are shown as stale; the next sync rebuilds them.
+    than the current settings are shown as stale (nothing is written: the next
+    sync marks and rebuilds them). Files the sync skips are listed with the reason.
     """
     engine = Runtime(settings).engine
     if not engine.manifest.all():
         click.echo(f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first.")
         return
-    engine.mark_stale()
-    docs = [r.as_json() for r in engine.manifest.all().values()]
+    recs = engine.records()
+    docs = [r.as_json() for r in recs.values()]
+    skipped = engine.indexer.skipped()
     if as_json:
-        click.echo(json.dumps({"documents": docs, "totals": engine.manifest.totals()}, indent=2))
+        out = {"documents": docs, "totals": totals(recs.values()), "skipped": skipped}
+        click.echo(json.dumps({**out, "docs_folder": engine.manifest.docs_folder()}, indent=2))
         return
     for d in docs:
-        line = f"{d['state']:8} {max(d['chunks'], 0):5} chunks  {d['path']}"
+        line = f"{d['state']:8} {d['chunks']:5} chunks  {d['path']}"
         if d["reason"]:
             line += f"  ({d['reason']})"
         click.echo(line)
-    _print_totals(engine.manifest)
+    for path, reason in skipped.items():
+        click.echo(f"skipped        {path}  ({reason})")
+    built_from = engine.manifest.docs_folder()
+    if built_from is not None and built_from != str(engine.docs_folder()):
+        click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")
+    _print_totals(recs)
 
 
 @main.command()
 @click.argument("paths", nargs=-1)
+@_reindex_option
 @click.pass_obj
 @_friendly
-def retry(settings: Settings, paths: tuple[str, ...]) -> None:
+def retry(settings: Settings, paths: tuple[str, ...], reindex_from: Path | None) -> None:
     """Try failed (and stale) documents again now, or only PATHS (relative to the docs folder).
 
     Every sync retries them anyway; this is for when you fixed a file and want it
-    searchable without waiting for the schedule.
+    searchable without waiting for the schedule. With --reindex-from, the whole
+    index is rebuilt from that folder instead.
     """
-    rt = Runtime(settings)
+    rt = Runtime(_folder_settings(settings, None, reindex_from))
     engine = rt.engine
+    _claim_folder(rt, reindex_from is not None)
+    if reindex_from is not None:
+        report = engine.sync()
+        click.echo(f"Rebuilt the index from {engine.docs_folder()} in {report.seconds:.1f}s.")
+        _print_totals(engine.manifest.all())
+        return
     engine.mark_stale()
     recs = engine.manifest.all()
     wanted = list(paths) or [p for p, r in recs.items() if r.state != "indexed"]
@@ -291,20 +364,22 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     Wilson intervals, paired sign tests between strategies (the seed's A-F, BM25,
     hybrid, default), and, with --ood, the refusal sweep over the gate threshold.
 
-    Uses the current index when DOCS is the configured docs folder (after a sync);
-    otherwise indexes DOCS into a temporary directory.
+    Always indexes DOCS into a temporary directory: the live index is never
+    touched, even when DOCS is the configured docs folder.
     """
     import tempfile
 
     from bot.eval_report import format_answers, format_eval, write_plots
     from retrieval.eval_suite import load_documents, run_eval
 
+    if plots_dir is not None and importlib.util.find_spec("matplotlib") is None:
+        raise click.ClickException("--plots needs matplotlib, an optional extra: pip install 'footnote[plots]'")
     qs = _read_questions(questions, needs_needle=True)
     oods = _read_questions(ood, needs_needle=False) if ood else []
     docs_dir = (docs_dir or settings.docs_dir).resolve()
     with tempfile.TemporaryDirectory(prefix="footnote-eval-") as tmp:
-        if docs_dir != settings.docs_dir.resolve():
-            settings = settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)})
+        # A private index, whatever DOCS is: evaluating never syncs (or marks) the live one.
+        settings = settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp), "chroma_url": None})
         rt = Runtime(settings)
         click.echo(f"Indexing {docs_dir} …", err=True)
         rt.engine.sync(progress=sys.stderr.isatty())
@@ -317,7 +392,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             target=settings.chunk_size,
             gate=rt.gate_config(),
             max_sources=settings.max_sources,
-            default_label=f"default: {settings.fusion} fusion + {settings.reranker or 'sentence + section'} rerank",
+            default_label=f"default: {settings.fusion} fusion + {_reranker_label(settings)} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
         )
         answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
@@ -380,11 +455,33 @@ def bench(
     Indexes DOCS into a temporary directory (the live index is not touched), times
     every query stage and the model, then the same retrieval on a synthetic index
     to show how cost grows. Figures only; it never passes or fails.
+
+    The benchmarks are tooling, not product: they live in the repository's bench/
+    package (also `python -m bench`), which the installed wheel does not include.
     """
-    from bot.bench import bench as run_bench
+    run_bench = _import_bench()
 
     qs = [q.question for q in _read_questions(questions, needs_needle=False)] if questions else []
     run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated, slack)
+
+
+def _reranker_label(settings: Settings) -> str:
+    return "sentence + section" if settings.reranker_kind == "sentence" else str(settings.reranker)
+
+
+def _import_bench() -> Callable[..., None]:
+    """``bench.bench`` from a source checkout (the repository root beside ``bot/``), or a clear refusal."""
+    root = Path(__file__).resolve().parent.parent
+    if (root / "bench" / "__init__.py").is_file() and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        from bench import bench
+    except ImportError as exc:
+        raise click.ClickException(
+            "`footnote bench` runs from a source checkout of Footnote (its bench/ package is not installed "
+            f"with the wheel): clone the repository and run `make bench` there ({exc})"
+        ) from exc
+    return bench
 
 
 @main.command()
@@ -422,16 +519,20 @@ def model_path(settings: Settings) -> None:
 @click.option("--http", "http_port", type=int, help="Serve Slack's HTTP events on this port (at /slack/events).")
 @click.option("--socket", "socket_mode", is_flag=True, help="Use Socket Mode (needs SLACK_APP_TOKEN).")
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address for --http.")
+@_reindex_option
 @click.pass_obj
 @_friendly
-def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: str) -> None:
+def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: str, reindex_from: Path | None) -> None:
     """Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP.
 
     Needs SLACK_BOT_TOKEN, and SLACK_SIGNING_SECRET for HTTP mode. The index is
-    synced once at start; answers come from the last consistent index.
+    synced once at start; answers come from the last consistent index. A docs
+    folder other than the one the index was built from is refused (before anything
+    starts) unless given as --reindex-from.
     """
     from bot.serve import run
 
+    settings = _folder_settings(settings, None, reindex_from)
     if settings.slack_bot_token is None:
         raise click.ClickException("SLACK_BOT_TOKEN is not set: create the app from config/slack_manifest.yaml first")
     use_socket = socket_mode or (http_port is None and settings.slack_app_token is not None)
@@ -439,7 +540,9 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
         raise click.ClickException("Socket Mode needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
     if not use_socket and settings.slack_signing_secret is None:
         raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
-    run(Runtime(settings), socket=use_socket, host=host, port=http_port or settings.http_port)
+    rt = Runtime(settings)
+    _claim_folder(rt, reindex_from is not None)
+    run(rt, socket=use_socket, host=host, port=http_port or settings.http_port)
 
 
 if __name__ == "__main__":

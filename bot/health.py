@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from retrieval.engine import Engine
-from retrieval.manifest import FAILED, INDEXED, STALE, totals
+from retrieval.manifest import FAILED, INDEXED, STALE, WRITING, totals
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Health:
 
     @property
     def ok(self) -> bool:
+        """Something to answer from, and the last sync did not fail."""
         return self.indexed > 0 and self.last_sync_error is None
 
     def as_json(self) -> dict[str, object]:
@@ -53,7 +54,7 @@ def index_health(engine: Engine, next_sync: datetime | None = None) -> Health:
     return Health(
         indexed=sum(r.state == INDEXED for r in recs),
         failed={r.path: r.reason or "unknown" for r in recs if r.state == FAILED},
-        stale={r.path: r.reason or "rebuild pending" for r in recs if r.state == STALE},
+        stale={r.path: r.reason or "rebuild pending" for r in recs if r.state in (STALE, WRITING)},
         chunks=totals(recs)["chunks"],
         last_sync_at=last.finished_at if last else None,
         last_sync_seconds=last.seconds if last else None,

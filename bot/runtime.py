@@ -1,19 +1,71 @@
-"""Builds the core from settings: the one place settings become plain arguments."""
+"""The composition root: builds the core from settings, the one place settings become plain arguments.
+
+Everything below takes its collaborators as arguments; this module decides which
+real ones they are (Chroma on disk or a Chroma server, SQLite or the shared
+manifest, a file lease or a shared one) and loads each model once per process.
+"""
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
+from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from config.settings import Settings
 from retrieval.answer import AnswerService
 from retrieval.chunk import ChunkerConfig
-from retrieval.embed import SentenceTransformerEmbedder, load_embedder
+from retrieval.embed import Embedder, SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.gate import GateConfig
+from retrieval.lease import ChromaLease, FileLease, Lease
 from retrieval.links import LinkSigner, load_secret
 from retrieval.llm import LanguageModel, OpenAICompatibleModel, load_model
-from retrieval.rerank import load_reranker
+from retrieval.manifest import Manifest, SqliteManifest
+from retrieval.rerank import Reranker, load_reranker
+from retrieval.sandbox import ExtractionRunner
 from retrieval.search import SearchConfig
+from retrieval.store import ChromaStore
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where one index lives: its vectors, its document records and its sync lease."""
+
+    store: ChromaStore
+    manifest: Manifest
+    lease: Lease
+
+
+def open_storage(data_dir: Path, chroma_url: str | None = None) -> Storage:
+    """On-disk Chroma + SQLite + a file lease, or, with a server URL, all three shared by every replica."""
+    store = ChromaStore(data_dir / "chroma", url=chroma_url)
+    if store.shared:
+        from retrieval.chroma_manifest import ChromaManifest
+
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        return Storage(store, ChromaManifest(store), ChromaLease(store, owner))
+    return Storage(store, SqliteManifest(data_dir / "manifest.sqlite3"), FileLease(data_dir))
+
+
+def build_engine(
+    cfg: EngineConfig,
+    embedder: Embedder,
+    reranker: Reranker | None,
+    storage: Storage,
+    extract_timeout_s: float = 60.0,
+) -> Engine:
+    return Engine(
+        cfg,
+        embedder,
+        reranker,
+        store=storage.store,
+        manifest=storage.manifest,
+        lease=storage.lease,
+        runner=ExtractionRunner(extract_timeout_s),
+    )
 
 
 class Runtime:
@@ -38,21 +90,23 @@ class Runtime:
     def gate_config(self) -> GateConfig:
         return GateConfig(self.settings.gate_threshold, self.settings.gate_coverage_weight)
 
-    @cached_property
-    def engine(self) -> Engine:
+    def engine_config(self) -> EngineConfig:
         s = self.settings
-        cfg = EngineConfig(
-            data_dir=s.data_dir,
+        return EngineConfig(
             docs_dir=s.docs_dir,
             chunker=self.chunker(),
             search=self.search_config(),
             max_file_bytes=int(s.max_file_mb * 1_000_000),
-            chroma_url=s.chroma_url,
             ignore=s.ignore_globs(),
-            extract_timeout_s=s.extract_timeout_s,
             ocr=s.ocr,
         )
-        return Engine(cfg, self.embedder, load_reranker(s.reranker, s.weight_sentence, s.weight_section))
+
+    @cached_property
+    def engine(self) -> Engine:
+        s = self.settings
+        reranker = load_reranker(s.reranker, s.weight_sentence, s.weight_section)
+        storage = open_storage(s.data_dir, s.chroma_url)
+        return build_engine(self.engine_config(), self.embedder, reranker, storage, s.extract_timeout_s)
 
     @cached_property
     def model(self) -> LanguageModel:

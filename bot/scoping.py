@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from config.settings import parse_channel_folders
 from retrieval.errors import ConfigError
 
 
@@ -29,15 +30,11 @@ class ChannelScopes:
 
     @classmethod
     def parse(cls, mapping: str, excluded: str = "") -> ChannelScopes:
-        out: dict[str, tuple[str, ...]] = {}
-        for entry in filter(None, (e.strip() for e in mapping.split(","))):
-            key, sep, folders = entry.partition("=")
-            names = tuple(f.strip().strip("/") for f in folders.split("|") if f.strip())
-            if not sep or not key.strip() or not names:
-                raise ConfigError(f"FOOTNOTE_CHANNEL_FOLDERS entry {entry!r} should look like C0123ABC=folder|other")
-            if any(".." in n.split("/") for n in names):
-                raise ConfigError(f"FOOTNOTE_CHANNEL_FOLDERS entry {entry!r} may not leave the docs folder")
-            out[key.strip()] = names
+        """From the two settings' text (one parser, the one the settings validate with at start)."""
+        try:
+            out = parse_channel_folders(mapping)
+        except ValueError as exc:
+            raise ConfigError(f"FOOTNOTE_CHANNEL_FOLDERS {exc}") from exc
         return cls(out, frozenset(c.strip() for c in excluded.split(",") if c.strip()))
 
     def for_channel(self, channel: str, is_dm: bool = False) -> Scope:

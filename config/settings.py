@@ -1,16 +1,35 @@
 """The single typed settings object (env prefix ``FOOTNOTE_``, ``.env`` support).
 
 Only the edges (CLI, Slack app, benchmarks) call :func:`load_settings`; everything
-below them receives plain arguments.
+below them receives plain arguments. Every value is checked when the settings are
+read (choices, bounds, the channel map's syntax), so a typo stops the program at
+start with the variable's name, not at the first question.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Fusion = Literal["weighted", "rrf", "dense", "bm25"]
+RerankerKind = Literal["sentence", "none", "cross-encoder"]
+
+
+def parse_channel_folders(text: str) -> dict[str, tuple[str, ...]]:
+    """``C0ENG=engineering|runbooks,*=public,dm=public`` as ``{channel: folders}``; ValueError if malformed."""
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        key, sep, folders = entry.partition("=")
+        names = tuple(f.strip().strip("/") for f in folders.split("|") if f.strip())
+        if not sep or not key.strip() or not names:
+            raise ValueError(f"entry {entry!r} should look like C0123ABC=folder|other")
+        if any(".." in n.split("/") for n in names):
+            raise ValueError(f"entry {entry!r} may not leave the docs folder")
+        out[key.strip()] = names
+    return out
 
 
 class Settings(BaseSettings):
@@ -61,20 +80,23 @@ class Settings(BaseSettings):
     )
 
     # Retrieval and ranking.
-    fusion: str = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
-    weight_bm25: float = Field(0.5, ge=0, description="Weight of the query-normalised BM25 score.")
-    weight_sentence: float = Field(1.5, ge=0, description="Weight of the best-sentence cosine.")
-    weight_section: float = Field(1.5, ge=0, description="Weight of the best sentence of the chunk's section.")
-    reranker: str | None = Field(None, description="CrossEncoder directory or hub id; unset = built-in.")
-    candidates: int = Field(50, ge=4, description="Candidates taken from each retriever before scoring.")
+    fusion: Fusion = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
+    weight_bm25: float = Field(0.5, ge=0, le=10, description="Weight of the query-normalised BM25 score.")
+    weight_sentence: float = Field(1.5, ge=0, le=10, description="Weight of the best-sentence cosine.")
+    weight_section: float = Field(1.5, ge=0, le=10, description="Weight of the best sentence of the chunk's section.")
+    reranker: str | None = Field(
+        None, description="'none', 'sentence' (the built-in, also when unset) or a CrossEncoder directory or hub id."
+    )
+    candidates: int = Field(50, ge=4, le=1000, description="Candidates taken from each retriever before scoring.")
     max_sources: int = Field(4, ge=1, le=10, description="Sources given to the model.")
     max_sentences: int = Field(
         4, ge=1, le=60, description="Source sentences (most relevant to the question) the model reads and may cite."
     )
 
     # The gate.
-    gate_threshold: float = Field(0.70, description="Refuse when the best gate score is above this.")
-    gate_coverage_weight: float = Field(0.5, ge=0, description="Weight of (1 - idf coverage).")
+    # The signal is a cosine distance (0..2) plus the coverage term, so 0..3 covers every useful value.
+    gate_threshold: float = Field(0.70, ge=0, le=3, description="Refuse when the best gate score is above this.")
+    gate_coverage_weight: float = Field(0.5, ge=0, le=2, description="Weight of (1 - idf coverage).")
 
     # The model.
     llm: Literal["qwen-0.5b", "qwen-1.5b"] = Field(
@@ -82,9 +104,11 @@ class Settings(BaseSettings):
     )
     llm_gguf: Path | None = Field(None, description="Any GGUF file (wins over FOOTNOTE_LLM).")
     llm_url: str | None = Field(None, description="OpenAI-compatible server instead of in-process.")
-    llm_max_tokens: int = Field(160, ge=16, le=4096, description="Longest answer, in tokens (three short sentences fit).")
+    llm_max_tokens: int = Field(
+        160, ge=16, le=4096, description="Longest answer, in tokens (three short sentences fit)."
+    )
     llm_context: int = Field(4096, ge=512)
-    llm_threads: int | None = Field(None, description="Threads for llama.cpp; unset = all cores.")
+    llm_threads: int | None = Field(None, ge=1, description="Threads for llama.cpp; unset = all cores.")
     llm_timeout_s: float = Field(30.0, gt=0, description="Per-request timeout for a model server.")
     llm_batch: int = Field(512, ge=32, le=4096, description="llama.cpp prompt batch (n_batch = n_ubatch).")
     llm_flash_attn: bool = Field(True, description="llama.cpp flash attention (measured ~8 % faster prompts).")
@@ -134,8 +158,42 @@ class Settings(BaseSettings):
     slack_native_stream: bool = Field(True, description="Stream with chat.startStream where Slack offers it.")
     slack_stream_interval_s: float = Field(1.5, ge=0.1, le=60, description="Seconds between streaming updates.")
 
+    @field_validator("reranker")
+    @classmethod
+    def _reranker(cls, v: str | None) -> str | None:
+        v = v.strip() if v else None
+        return None if v in (None, "", "sentence") else v  # unset and "sentence" are the same built-in
+
+    @field_validator("channel_folders")
+    @classmethod
+    def _channel_folders(cls, v: str) -> str:
+        parse_channel_folders(v)  # raises ValueError with the entry that is wrong
+        return v
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Self:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"FOOTNOTE_CHUNK_OVERLAP ({self.chunk_overlap}) must be smaller than "
+                f"FOOTNOTE_CHUNK_SIZE ({self.chunk_size})"
+            )
+        return self
+
+    @property
+    def reranker_kind(self) -> RerankerKind:
+        if self.reranker is None:
+            return "sentence"
+        return "none" if self.reranker == "none" else "cross-encoder"
+
+    def channel_map(self) -> dict[str, tuple[str, ...]]:
+        """``FOOTNOTE_CHANNEL_FOLDERS`` parsed (already validated at start)."""
+        return parse_channel_folders(self.channel_folders)
+
     def ignore_globs(self) -> tuple[str, ...]:
         return tuple(g.strip() for g in self.ignore.split(",") if g.strip())
+
+    def excluded_channel_ids(self) -> frozenset[str]:
+        return frozenset(c.strip() for c in self.excluded_channels.split(",") if c.strip())
 
 
 def load_settings(**overrides: object) -> Settings:

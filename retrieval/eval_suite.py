@@ -238,7 +238,7 @@ def run_eval(
     runs["default"], default_results = run_strategy("default", default_label, default, questions)
     base = default.snapshot
     for name, fusion, label in (("bm25", "bm25", "BM25 only"), ("hybrid", "rrf", "hybrid (dense + BM25, RRF k=60)")):
-        s = Searcher(base, embedder, SearchConfig(fusion=fusion), None, default.store)
+        s = Searcher(base, embedder, SearchConfig(fusion=fusion), None)
         runs[name] = run_strategy(name, label, s, questions)[0]
     cache = VectorCache(embedder, base)
     for name, (label, kw) in CHUNKING.items():

@@ -5,8 +5,11 @@ reason and is retried on the next sync. Chunk counts in the manifest are read ba
 from the store after writing, never declared.
 
 Write order is what makes a crash recoverable: a document's manifest row is marked
-``stale`` before its old chunks are touched and ``indexed`` only after its new ones
+``writing`` before its old chunks are touched and ``indexed`` only after its new ones
 are stored, and every sync first removes store entries the manifest does not own.
+
+Only files inside the docs folder are read: a symlink that resolves outside it is
+skipped with its reason, never indexed (its text could be quoted in Slack).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import fnmatch
 import hashlib
 import os
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,9 +29,9 @@ from retrieval.chunk import ChunkerConfig, chunk_document, sentences
 from retrieval.embed import Embedder
 from retrieval.errors import ExtractionError, StoreError
 from retrieval.extract import Extractor, extractor_for
-from retrieval.manifest import FAILED, INDEXED, STALE, DocRecord, Manifest, Stamps
+from retrieval.manifest import FAILED, INDEXED, STALE, WRITING, DocRecord, Manifest, Stamps
 from retrieval.sandbox import ExtractionRunner
-from retrieval.store import ChromaStore
+from retrieval.store import VectorStore
 from retrieval.types import Chunk
 
 PIPELINE_VERSION = "p1"
@@ -69,10 +72,16 @@ class _Prepared:
 class SourceFile:
     rel: str
     path: Path
+    skip: str | None = None  # why this file is not indexed (shown in `footnote index` and `status`)
 
 
 def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
-    """Every candidate file under ``docs_dir``, skipping hidden, temporary and ignored ones."""
+    """Every candidate file under ``docs_dir``, skipping hidden, temporary and ignored ones.
+
+    A symlink whose target lies outside the folder comes with a ``skip`` reason:
+    the folder is the boundary of what may be quoted. Linked folders are not entered.
+    """
+    root_dir = docs_dir.resolve()
     for root, dirs, files in os.walk(docs_dir, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
@@ -82,7 +91,17 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
             rel = full.relative_to(docs_dir).as_posix()
             if any(fnmatch.fnmatch(rel, p) for p in ignore):
                 continue
-            yield SourceFile(rel, full)
+            yield SourceFile(rel, full, _outside(full, root_dir))
+
+
+def _outside(path: Path, root_dir: Path) -> str | None:
+    """The skip reason for a symlink that leaves the docs folder, else None."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    if target.is_relative_to(root_dir):
+        return None
+    return f"symlink to {target}, outside the docs folder: not indexed"
 
 
 class Indexer:
@@ -91,7 +110,7 @@ class Indexer:
     def __init__(
         self,
         docs_dir: Path,
-        store: ChromaStore,
+        store: VectorStore,
         manifest: Manifest,
         embedder: Embedder,
         chunker: ChunkerConfig,
@@ -99,8 +118,10 @@ class Indexer:
         ignore: Sequence[str] = (),
         runner: ExtractionRunner | None = None,
         ocr: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.ocr = ocr
+        self.clock = clock  # times a sync (SyncReport.seconds)
         self.docs_dir = docs_dir
         self.store = store
         self.manifest = manifest
@@ -123,25 +144,43 @@ class Indexer:
         ex = extractor_for(path, self.ocr)
         return self.stamps(ex) if ex else None
 
+    def would_be_stale(self) -> dict[str, DocRecord]:
+        """Indexed documents built with another model, pipeline or extractor, as ``stale``
+        records: what :meth:`mark_stale` would write. Reads only."""
+        out = {}
+        for rec in self.manifest.all().values():
+            want = self.expected_stamps(rec.path)
+            if rec.state == INDEXED and rec.stamps != want:
+                out[rec.path] = replace(rec, state=STALE, reason=_stamp_change(rec.stamps, want))
+        return out
+
     def mark_stale(self) -> list[str]:
         """Documents built with another model, pipeline or extractor become ``stale``.
 
         They stay searchable from their old vectors while those are of the current
         embedding model (the snapshot checks), and the next sync rebuilds them.
         """
-        marked = []
-        for rec in self.manifest.all().values():
-            want = self.expected_stamps(rec.path)
-            if rec.state == INDEXED and rec.stamps != want:
-                self.manifest.put(replace(rec, state=STALE, reason=_stamp_change(rec.stamps, want)))
-                marked.append(rec.path)
-        return marked
+        stale = self.would_be_stale()
+        self.manifest.put_many(list(stale.values()))
+        return list(stale)
+
+    def skipped(self) -> dict[str, str]:
+        """Files in the folder a sync would not index, with the reason (reads only)."""
+        if not self.docs_dir.is_dir():
+            return {}
+        out = {}
+        for src in walk(self.docs_dir, self.ignore):
+            if src.skip:
+                out[src.rel] = src.skip
+            elif extractor_for(src.rel, self.ocr) is None:
+                out[src.rel] = "unsupported file type"
+        return out
 
     def sync(self, *, progress: bool = False, only: Collection[str] | None = None) -> SyncReport:
         """Bring the store and manifest in line with the folder (or, with ``only``, those paths)."""
         if not self.docs_dir.is_dir():
             raise StoreError(f"docs folder not found: {self.docs_dir}")
-        t0 = time.perf_counter()
+        t0 = self.clock()
         report = SyncReport()
         self._drop_orphans()
         self.mark_stale()
@@ -151,6 +190,9 @@ class Indexer:
         for src in walk(self.docs_dir, self.ignore):
             if only is not None and src.rel not in only:
                 seen.add(src.rel)
+                continue
+            if src.skip:
+                report.skipped[src.rel] = src.skip
                 continue
             ex = extractor_for(src.rel, self.ocr)
             if ex is None:
@@ -193,7 +235,7 @@ class Indexer:
             for p in gone:
                 self.manifest.delete(p)
             report.removed = [p for p in gone if p not in report.renamed]
-        report.seconds = time.perf_counter() - t0
+        report.seconds = self.clock() - t0
         return report
 
     def _read(self, src: SourceFile) -> tuple[bytes | None, str | None]:
@@ -284,8 +326,8 @@ class Indexer:
 
     @staticmethod
     def _writing(rel: str, digest: str, old: DocRecord | None) -> DocRecord:
-        """The record while a document's chunks are rewritten: ``chunks = -1`` says the store may hold a partial write."""
-        return DocRecord(rel, digest, STALE, "indexing did not finish", -1, old.stamps if old else None,
+        """The record while a document's chunks are rewritten: the store may hold a partial write."""
+        return DocRecord(rel, digest, WRITING, "indexing did not finish", 0, old.stamps if old else None,
                          old.size if old else 0, old.title if old else "")  # fmt: skip
 
     def _fail(self, rel: str, digest: str, reason: str, report: SyncReport, size: int = 0) -> None:
@@ -306,12 +348,14 @@ class Indexer:
         doomed = []
         for p, n in stored.items():
             rec = known.get(p)
-            if rec is None or rec.state == FAILED or rec.chunks != n:
+            if rec is None or rec.state in (FAILED, WRITING) or rec.chunks != n:
                 doomed.append(p)
         self.store.delete_paths(doomed)
         for p, rec in known.items():
-            if rec.state != FAILED and stored.get(p, 0) != rec.chunks and rec.chunks != 0:
-                reason = "indexing did not finish" if rec.chunks < 0 else "store and manifest disagreed; rebuilding"
+            if rec.state == WRITING:  # the process died while writing it
+                self.manifest.put(replace(rec, state=STALE, reason="indexing did not finish", chunks=0))
+            elif rec.state != FAILED and stored.get(p, 0) != rec.chunks and rec.chunks != 0:
+                reason = "store and manifest disagreed; rebuilding"
                 self.manifest.put(replace(rec, state=STALE, reason=reason, chunks=0))
 
 

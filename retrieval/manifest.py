@@ -1,9 +1,10 @@
 """The manifest: one row per document in the docs folder (SQLite in the data dir).
 
 It records what the indexer really stored: state (``indexed``, ``failed``,
-``stale``), the failure reason, the chunk count read back from the store, and the
-stamps (embedding model, dimension, pipeline version, extractor) that decide when
-a document must be rebuilt.
+``stale``, or ``writing`` while its chunks are being replaced), the failure reason,
+the chunk count read back from the store, and the stamps (embedding model,
+dimension, pipeline version, extractor) that decide when a document must be
+rebuilt. It also remembers the docs folder the index was built from.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from typing import Any, Protocol
 from retrieval.errors import StoreError
 
 INDEXED, FAILED, STALE = "indexed", "failed", "stale"
+# The store may hold a partial write of this document (a sync is writing it, or died
+# doing so); it is never searched, and the next sync rebuilds it.
+WRITING = "writing"
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class DocRecord:
             "path": self.path,
             "state": self.state,
             "reason": self.reason,
-            "chunks": max(self.chunks, 0),
+            "chunks": self.chunks,
             "stamps": asdict(self.stamps) if self.stamps else None,
             "title": self.title,
             "hash": self.content_hash,
@@ -61,6 +65,7 @@ class DocRecord:
 
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     path TEXT PRIMARY KEY,
     content_hash TEXT NOT NULL,
@@ -90,6 +95,12 @@ class Manifest(Protocol):
 
     def totals(self) -> dict[str, int]: ...
 
+    def docs_folder(self) -> str | None:
+        """The (resolved) docs folder this index was built from; None for a new index."""
+        ...
+
+    def set_docs_folder(self, folder: str) -> None: ...
+
 
 def totals(recs: Iterable[DocRecord]) -> dict[str, int]:
     recs = list(recs)
@@ -98,7 +109,7 @@ def totals(recs: Iterable[DocRecord]) -> dict[str, int]:
         "documents": len(recs),
         INDEXED: counts.get(INDEXED, 0),
         FAILED: counts.get(FAILED, 0),
-        STALE: counts.get(STALE, 0),
+        STALE: counts.get(STALE, 0) + counts.get(WRITING, 0),  # both wait for a rebuild
         "chunks": sum(r.chunks for r in recs if r.state in (INDEXED, STALE) and r.chunks > 0),
     }
 
@@ -119,8 +130,11 @@ def to_fields(r: DocRecord) -> dict[str, str | int | float]:
 
 def from_fields(path: str, f: Mapping[str, Any]) -> DocRecord:
     stamps = Stamps(**json.loads(str(f["stamps"]))) if f.get("stamps") else None
+    state, chunks = str(f["state"]), int(f["chunks"])
+    if chunks < 0:  # written before the "writing" state existed: -1 meant the same
+        state, chunks = WRITING, 0
     return DocRecord(
-        path, str(f["content_hash"]), str(f["state"]), str(f["reason"] or "") or None, int(f["chunks"]), stamps,
+        path, str(f["content_hash"]), state, str(f["reason"] or "") or None, chunks, stamps,
         int(f["size"]), str(f["title"]), float(f["updated_at"]),
     )  # fmt: skip
 
@@ -172,6 +186,14 @@ class SqliteManifest:
 
     def totals(self) -> dict[str, int]:
         return totals(self.all().values())
+
+    def docs_folder(self) -> str | None:
+        row = self._db.execute("SELECT value FROM index_meta WHERE key = 'docs_folder'").fetchone()
+        return str(row[0]) if row else None
+
+    def set_docs_folder(self, folder: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO index_meta VALUES ('docs_folder', ?)", (folder,))
 
 
 def _record(row: tuple[Any, ...]) -> DocRecord:

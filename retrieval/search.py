@@ -1,4 +1,8 @@
-"""Hybrid search: dense (Chroma) + BM25 candidates, fused, then reranked.
+"""Hybrid search: dense + BM25 candidates, fused, then reranked.
+
+Dense candidates are an exact cosine scan of the snapshot's vectors (never the
+store's approximate HNSW index), so a question ranks the same whether or not a
+sync is rewriting the store.
 
 The default ranking, chosen by measurement on the dev set, is a weighted score
 fusion ``cosine + w_bm25 * bm25 / best_bm25`` reranked by adding
@@ -9,6 +13,7 @@ retrievers remain available as strategies for comparison and evaluation.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +24,7 @@ from retrieval.bm25 import Bm25Index
 from retrieval.embed import Embedder
 from retrieval.errors import StoreError
 from retrieval.rerank import Candidate, Reranker
-from retrieval.store import ChromaStore, StoredIndex
+from retrieval.store import StoredIndex
 from retrieval.types import Chunk, Hit
 
 FUSIONS = ("weighted", "rrf", "dense", "bm25")
@@ -34,12 +39,13 @@ class SearchConfig:
     shortlist: int = 100  # fused candidates handed to the reranker (measured: 25 lost R@20 0.94 -> 0.88)
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)  # compared by identity: one per sync
 class Snapshot:
     """An immutable, consistent view of the index that queries run against.
 
     A sync builds a new snapshot and swaps it in whole, so a query never sees a
-    half-written index.
+    half-written index. The only state added after construction is the cache of
+    folder masks (pure functions of the chunks), filled under a lock.
     """
 
     chunks: list[Chunk]
@@ -48,18 +54,25 @@ class Snapshot:
     sentence_owner: np.ndarray
     bm25: Bm25Index
     embedding_model: str
-    by_id: dict[str, int] = field(init=False)
-    section_of: np.ndarray = field(init=False)  # chunk -> its (document, section) group
-    n_sections: int = field(init=False)
-    _masks: dict[tuple[str, ...], np.ndarray] = field(init=False, default_factory=dict)
+    by_id: dict[str, int] = field(init=False, repr=False, compare=False)
+    section_of: np.ndarray = field(init=False, repr=False, compare=False)  # chunk -> its (document, section) group
+    n_sections: int = field(init=False, repr=False, compare=False)
+    _masks: dict[tuple[str, ...], np.ndarray] = field(init=False, repr=False, compare=False)
+    _masks_lock: threading.Lock = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.by_id = {c.id: i for i, c in enumerate(self.chunks)}
         groups: dict[tuple[str, str], int] = {}
-        self.section_of = np.fromiter(
+        section_of = np.fromiter(
             (groups.setdefault((c.path, c.section), len(groups)) for c in self.chunks), np.int64, len(self.chunks)
         )
-        self.n_sections = len(groups)
+        for array in (self.vectors, self.sentence_vectors, self.sentence_owner, section_of):
+            array.flags.writeable = False  # shared by every question: nobody may write into it
+        set_ = object.__setattr__  # frozen: fields derived here are set once, before anyone sees the snapshot
+        set_(self, "by_id", {c.id: i for i, c in enumerate(self.chunks)})
+        set_(self, "section_of", section_of)
+        set_(self, "n_sections", len(groups))
+        set_(self, "_masks", {})
+        set_(self, "_masks_lock", threading.Lock())
 
     @classmethod
     def build(cls, stored: StoredIndex, embedding_model: str, keep: Callable[[str], bool] | None = None) -> Snapshot:
@@ -78,12 +91,16 @@ class Snapshot:
         if folders is None:
             return None
         key = tuple(sorted(folders))
-        mask = self._masks.get(key)
-        if mask is None:
-            prefixes = tuple(f.strip("/") + "/" for f in key if f.strip("/"))
-            everything = any(not f.strip("/") for f in key)
-            mask = np.fromiter((everything or c.path.startswith(prefixes) for c in self.chunks), bool, len(self.chunks))
-            self._masks[key] = mask
+        with self._masks_lock:
+            mask = self._masks.get(key)
+            if mask is None:
+                prefixes = tuple(f.strip("/") + "/" for f in key if f.strip("/"))
+                everything = any(not f.strip("/") for f in key)
+                mask = np.fromiter(
+                    (everything or c.path.startswith(prefixes) for c in self.chunks), bool, len(self.chunks)
+                )
+                mask.flags.writeable = False
+                self._masks[key] = mask
         return mask
 
     def section_max(self, per_chunk: np.ndarray) -> np.ndarray:
@@ -117,13 +134,14 @@ class SearchResult:
 
 
 class Searcher:
+    """Ranks one snapshot's chunks for questions; holds no mutable state, so threads may share it."""
+
     def __init__(
         self,
         snapshot: Snapshot,
         embedder: Embedder,
         cfg: SearchConfig,
         reranker: Reranker | None = None,
-        store: ChromaStore | None = None,
     ) -> None:
         if snapshot.embedding_model != embedder.name:
             raise StoreError(
@@ -134,11 +152,6 @@ class Searcher:
         self.embedder = embedder
         self.cfg = cfg
         self.reranker = reranker
-        self.store = store
-
-    def detached(self) -> Searcher:
-        """The same snapshot without the store: consistent while a sync rewrites the store."""
-        return Searcher(self.snapshot, self.embedder, self.cfg, self.reranker, None)
 
     def search(
         self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None
@@ -160,9 +173,7 @@ class Searcher:
 
         t = time.perf_counter()
         cos = snap.vectors @ q
-        if allowed is not None:
-            cos = np.where(allowed, cos, -2.0)  # below any real cosine: never a candidate
-        dense_ids = self._dense(q, cos, exact=allowed is not None)
+        dense_ids = self._dense(cos, allowed)
         timings["dense"] = _lap(t)
 
         t = time.perf_counter()
@@ -185,18 +196,16 @@ class Searcher:
         timings["rerank"] = _lap(t)
 
         hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
-        best_distance = float(1.0 - cos.max())
+        best_distance = float(1.0 - (cos.max() if allowed is None else cos[allowed].max()))
         return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q)
 
-    def _dense(self, q: np.ndarray, cos: np.ndarray, exact: bool = False) -> list[int]:
-        """Dense candidates: Chroma's HNSW when a store is attached, else an exact scan."""
+    def _dense(self, cos: np.ndarray, allowed: np.ndarray | None) -> list[int]:
+        """Dense candidates by exact scan: the top cosines, among the allowed chunks only."""
         n = self.cfg.candidates
-        if self.store is not None and not exact:
-            ids, _ = self.store.query(q, n)
-            found = [self.snapshot.by_id[i] for i in ids if i in self.snapshot.by_id]
-            if found:
-                return found
-        return [int(i) for i in np.argsort(-cos)[:n]]
+        if allowed is None:
+            return [int(i) for i in np.argsort(-cos)[:n]]
+        pool = np.flatnonzero(allowed)
+        return [int(i) for i in pool[np.argsort(-cos[pool])[:n]]]
 
     def _fuse(self, dense: list[int], bm_top: np.ndarray, cos: np.ndarray, bm: np.ndarray) -> list[Candidate]:
         fusion = self.cfg.fusion

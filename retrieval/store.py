@@ -1,29 +1,27 @@
 """The vector store (the only module that imports chromadb).
 
-Two collections: ``chunks`` (one vector per chunk, with the chunk's own fields as
-metadata) and ``sentences`` (one vector per sentence of a chunk, for best-sentence
-scoring). We always pass our own vectors: Chroma's default embedding function would
+Two collections: ``chunks`` (one vector per chunk, with the chunk's own fields
+as metadata) and ``sentences`` (one vector per sentence of a chunk, for
+best-sentence scoring). Search never queries Chroma: every question is an exact
+scan of the in-memory snapshot loaded from here (see ``retrieval/search.py``). We always pass our own vectors: Chroma's default embedding function would
 try to download a model, so the collections get one that refuses to run.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from retrieval.errors import StoreError
-from retrieval.manifest import DocRecord, from_fields, to_fields, totals
 from retrieval.types import Chunk
 
 CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
-MANIFEST, LOCKS = "footnote_manifest", "footnote_locks"  # shared by every replica
 
 
 class _RefuseToEmbed:
@@ -61,6 +59,31 @@ class StoredIndex:
     vectors: np.ndarray  # (n_chunks, dim), normalised
     sentence_vectors: np.ndarray  # (n_sentences, dim), normalised
     sentence_owner: np.ndarray  # (n_sentences,) index into ``chunks``
+
+
+class VectorStore(Protocol):
+    """What the indexer and the engine need from a vector store (Chroma, or an in-memory fake)."""
+
+    @property
+    def shared(self) -> bool: ...
+
+    def add(
+        self,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        sentences: Sequence[Sequence[str]],
+        sentence_vectors: Sequence[np.ndarray],
+    ) -> None: ...
+
+    def vectors_for(self, paths: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]: ...
+
+    def delete_paths(self, paths: Sequence[str]) -> None: ...
+
+    def chunk_ids(self, path: str | None = None) -> set[str]: ...
+
+    def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]: ...
+
+    def load(self) -> StoredIndex: ...
 
 
 class ChromaStore:
@@ -186,6 +209,7 @@ class ChromaStore:
         return dict(Counter(str(m["path"]) for m in got["metadatas"] or []))
 
     def load(self) -> StoredIndex:
+        """Every chunk (ordered by document and position) with its vector, and every sentence vector."""
         got = self._chunks.get(include=["embeddings", "documents", "metadatas"])
         chunks = [
             _chunk_from(i, d, m)
@@ -203,15 +227,6 @@ class ChromaStore:
         keep = np.flatnonzero(owners >= 0)  # a sentence whose chunk is gone (a crash mid-write) is dropped
         keep = keep[np.lexsort((ordinal[keep], owners[keep]))]
         return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
-
-    def query(self, vector: np.ndarray, n: int, paths: Sequence[str] | None = None) -> tuple[list[str], list[float]]:
-        """Nearest chunks by cosine distance (Chroma's HNSW)."""
-        total = self._chunks.count()
-        if total == 0:
-            return [], []
-        where = {"path": {"$in": list(paths)}} if paths else None
-        res = self._chunks.query(query_embeddings=[vector], n_results=min(n, total), where=where, include=["distances"])  # type: ignore[arg-type]
-        return list(res["ids"][0]), [float(d) for d in (res["distances"] or [[]])[0]]
 
 
 def _matrix(rows: Any) -> np.ndarray:
@@ -246,92 +261,3 @@ def _chunk_from(cid: str, content: str | None, m: Any) -> Chunk:
         end=int(m["end"]),
         meta=json.loads(str(m.get("meta") or "{}")),
     )
-
-
-class ChromaManifest:
-    """The manifest kept in the Chroma server, so every replica reads the same records.
-
-    Chroma stores records with a vector; these carry a constant one-dimensional one
-    and are only ever read by id or in full.
-    """
-
-    def __init__(self, store: ChromaStore) -> None:
-        self._c = store.collection(MANIFEST)
-
-    def all(self) -> dict[str, DocRecord]:
-        got = self._c.get(include=["metadatas"])
-        recs = [from_fields(i, m) for i, m in zip(got["ids"], got["metadatas"] or [], strict=True)]
-        return {r.path: r for r in sorted(recs, key=lambda r: r.path)}
-
-    def get(self, path: str) -> DocRecord | None:
-        got = self._c.get(ids=[path], include=["metadatas"])
-        return from_fields(path, got["metadatas"][0]) if got["ids"] and got["metadatas"] else None
-
-    def put(self, rec: DocRecord) -> None:
-        self.put_many([rec])
-
-    def put_many(self, recs: list[DocRecord]) -> None:
-        if recs:
-            self._c.upsert(
-                ids=[r.path for r in recs],
-                embeddings=[[1.0]] * len(recs),
-                metadatas=[to_fields(r) for r in recs],  # type: ignore[misc]
-            )
-
-    def delete(self, path: str) -> None:
-        self._c.delete(ids=[path])
-
-    def totals(self) -> dict[str, int]:
-        return totals(self.all().values())
-
-
-class ChromaLease:
-    """A sync lease every replica can see: a record in the shared store that expires.
-
-    Chroma has no compare-and-set, so taking the lease is add-then-read-back: ``add``
-    never overwrites an existing id, and whoever's owner id is read back holds it.
-    The generation counter tells other replicas that the index changed.
-    """
-
-    def __init__(self, store: ChromaStore, owner: str, ttl_s: float = 900.0) -> None:
-        self._c = store.collection(LOCKS)
-        self.owner = owner
-        self.ttl_s = ttl_s
-
-    def acquire(self) -> bool:
-        now = time.time()
-        meta = _read(self._c, "sync")
-        if meta is not None:
-            if float(meta.get("expires", 0)) > now and meta.get("owner") != self.owner:
-                return False
-            self._c.delete(ids=["sync"])  # expired (a crashed holder), or ours
-        return take(self._c, "sync", self.owner, expires=now + self.ttl_s)
-
-    def release(self) -> None:
-        meta = _read(self._c, "sync")
-        if meta is not None and meta.get("owner") == self.owner:
-            self._c.delete(ids=["sync"])
-
-    def generation(self) -> int:
-        meta = _read(self._c, "generation")
-        return int(meta.get("n", 0)) if meta is not None else 0
-
-    def bump(self) -> int:
-        n = self.generation() + 1
-        self._c.upsert(ids=["generation"], embeddings=[[1.0]], metadatas=[{"n": n}])
-        return n
-
-
-def _read(collection: Any, key: str) -> dict[str, Any] | None:
-    """One record's metadata, or None when there is no such record."""
-    got = collection.get(ids=[key], include=["metadatas"])
-    return dict((got["metadatas"] or [{}])[0]) if got["ids"] else None
-
-
-def take(collection: Any, key: str, owner: str, **fields: Any) -> bool:
-    """Add ``key`` owned by ``owner`` and read it back: ``add`` never overwrites an
-    existing id, so only the first writer sees its own owner id (Chroma has no
-    compare-and-set)."""
-    collection.add(ids=[key], embeddings=[[1.0]], metadatas=[{"owner": owner, **fields}])
-    meta = _read(collection, key)
-    return meta is not None and meta.get("owner") == owner

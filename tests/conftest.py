@@ -1,4 +1,8 @@
-"""Shared fixtures: each real model is loaded once per test run."""
+"""Shared fixtures: each real model is loaded once per test run; real engines on real Chroma.
+
+Logic tests use ``tests/fakes.py`` instead. The dev set is required in CI (``CI``
+set): a missing one fails the tests that need it instead of skipping them.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,35 @@ from pathlib import Path
 
 import pytest
 
+from bot.runtime import build_engine, open_storage
 from retrieval.chunk import ChunkerConfig
-from retrieval.embed import SentenceTransformerEmbedder, load_embedder
+from retrieval.embed import Embedder, SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.rerank import SentenceReranker
 from retrieval.search import SearchConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-# The development set lives beside the repository; FOOTNOTE_DEV_SET points elsewhere.
-DEV = next(
-    (p for p in (Path(os.environ.get("FOOTNOTE_DEV_SET", "")), ROOT.parent / "shared" / "eval" / "dev",
-                 Path("/work/shared/eval/dev")) if str(p) not in ("", ".") and (p / "docs").is_dir()),
-    ROOT.parent / "shared" / "eval" / "dev",
-)  # fmt: skip
+# The development set lives beside the repository; FOOTNOTE_DEV_SET (when set, the only place looked at) points elsewhere.
+DEV = (
+    Path(os.environ["FOOTNOTE_DEV_SET"])
+    if os.environ.get("FOOTNOTE_DEV_SET")
+    else next(
+        (p for p in (ROOT.parent / "shared" / "eval" / "dev", Path("/work/shared/eval/dev")) if (p / "docs").is_dir()),
+        ROOT.parent / "shared" / "eval" / "dev",
+    )
+)
 DEV_DOCS = DEV / "docs"
 EXAMPLES = ROOT / "examples" / "docs"
+
+
+def require_dev_set() -> None:
+    """Skip locally without the dev set (saying where it was looked for); in CI, fail."""
+    if DEV_DOCS.is_dir():
+        return
+    msg = f"dev set not found at {DEV} (set FOOTNOTE_DEV_SET to its folder)"
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(f"{msg}: CI must run the dev-set tests", pytrace=False)
+    pytest.skip(msg)
 
 
 def read_jsonl(path: Path) -> list[dict[str, str]]:
@@ -37,10 +55,8 @@ def embedder() -> SentenceTransformerEmbedder:
 @pytest.fixture(scope="session")
 def dev_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Engine:
     """The dev corpus indexed once, with the real embedder into a real on-disk Chroma."""
-    if not DEV_DOCS.is_dir():
-        pytest.skip(f"dev set not found at {DEV_DOCS}")
-    data = tmp_path_factory.mktemp("dev-index")
-    eng = Engine(EngineConfig(data, DEV_DOCS, ChunkerConfig(), SearchConfig()), embedder, SentenceReranker(1.5))
+    require_dev_set()
+    eng = make_engine(embedder, tmp_path_factory.mktemp("dev-index"), DEV_DOCS)
     eng.sync()
     return eng
 
@@ -54,8 +70,19 @@ def examples_engine(embedder: SentenceTransformerEmbedder, tmp_path_factory: pyt
     return eng
 
 
-def make_engine(embedder: SentenceTransformerEmbedder, data: Path, docs: Path, **kw: object) -> Engine:
-    return Engine(EngineConfig(data, docs, ChunkerConfig(), SearchConfig(), **kw), embedder, SentenceReranker(1.5))  # type: ignore[arg-type]
+def make_engine(
+    embedder: Embedder,
+    data: Path,
+    docs: Path,
+    *,
+    chroma_url: str | None = None,
+    chunker: ChunkerConfig | None = None,
+    extract_timeout_s: float = 60.0,
+    **kw: object,
+) -> Engine:
+    """A real engine wired as the product wires it (``bot.runtime``): Chroma on disk, or a Chroma server."""
+    cfg = EngineConfig(docs, chunker or ChunkerConfig(), SearchConfig(), **kw)  # type: ignore[arg-type]
+    return build_engine(cfg, embedder, SentenceReranker(1.5), open_storage(data, chroma_url), extract_timeout_s)
 
 
 @pytest.fixture(scope="session")

@@ -103,3 +103,107 @@ def test_status_shows_documents_stale_after_a_chunker_change(
     assert data["totals"]["stale"] == 3
     res = runner.invoke(main, ["index", "--quiet"])
     assert "3 indexed" in res.output and "0 stale" in res.output
+
+
+def test_status_reports_what_would_be_stale_without_writing(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, data = env
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    db = data / "manifest.sqlite3"
+    rows = _rows(db)
+    monkeypatch.setenv("FOOTNOTE_CHUNK_SIZE", "300")  # a shell with other settings than production
+    res = runner.invoke(main, ["status", "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["totals"]["stale"] == 3
+    assert _rows(db) == rows  # the index itself is unchanged: nothing marked stale
+
+
+def _rows(db: Path) -> list[tuple[object, ...]]:
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        return con.execute("SELECT * FROM documents ORDER BY path").fetchall()
+
+
+def test_a_bad_setting_is_shown_once_with_its_name_and_exits_2(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOOTNOTE_FUSION", "foo")
+    res = CliRunner().invoke(main, ["status"])
+    assert res.exit_code == 2
+    assert res.output.strip() == "footnote: FOOTNOTE_FUSION: must be one of weighted, rrf, dense, bm25 (got 'foo')"
+    monkeypatch.delenv("FOOTNOTE_FUSION")
+    monkeypatch.setenv("FOOTNOTE_GATE_THRESHOLD", "-1")
+    monkeypatch.setenv("FOOTNOTE_CHANNEL_FOLDERS", "C0ENG")
+    res = CliRunner().invoke(main, ["index"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    lines = res.output.strip().splitlines()
+    assert lines == [
+        "footnote: FOOTNOTE_GATE_THRESHOLD: must be greater than or equal to 0 (got '-1')",
+        "footnote: FOOTNOTE_CHANNEL_FOLDERS: entry 'C0ENG' should look like C0123ABC=folder|other (got 'C0ENG')",
+    ]
+
+
+def test_index_a_then_b_is_refused_and_the_index_stays_intact(env: tuple[Path, Path], tmp_path: Path) -> None:
+    docs, data = env
+    other = tmp_path / "other-docs"
+    other.mkdir()
+    (other / "b.md").write_text("# B\n\nAnother folder.\n")
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet", str(docs)]).exit_code == 0
+    rows = _rows(data / "manifest.sqlite3")
+    res = runner.invoke(main, ["index", "--quiet", str(other)])
+    assert res.exit_code == 1
+    assert f"built from {docs.resolve()}" in res.output and "--reindex-from" in res.output
+    assert _rows(data / "manifest.sqlite3") == rows
+    res = runner.invoke(main, ["retry"], env={"FOOTNOTE_DOCS_DIR": str(other)})
+    assert res.exit_code == 1 and "--reindex-from" in res.output
+    res = runner.invoke(main, ["index", "--quiet", "--reindex-from", str(other)])
+    assert res.exit_code == 0, res.output
+    assert "1 indexed" in res.output and "4 removed" in res.output
+    status = json.loads(runner.invoke(main, ["status", "--json"], env={"FOOTNOTE_DOCS_DIR": str(other)}).output)
+    assert status["docs_folder"] == str(other.resolve()) and [d["path"] for d in status["documents"]] == ["b.md"]
+
+
+def test_serve_with_another_docs_folder_refuses_before_starting(
+    env: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs, data = env
+    assert CliRunner().invoke(main, ["index", "--quiet"]).exit_code == 0
+    rows = _rows(data / "manifest.sqlite3")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
+    started = []
+    monkeypatch.setattr("bot.serve.run", lambda *a, **kw: started.append(1))
+    monkeypatch.delenv("FOOTNOTE_DOCS_DIR")  # the destructive default: serve falls back to examples/docs
+    res = CliRunner().invoke(main, ["serve", "--http", "0"])
+    assert res.exit_code == 1 and f"built from {docs.resolve()}" in res.output and started == []
+    assert _rows(data / "manifest.sqlite3") == rows
+    monkeypatch.setenv("FOOTNOTE_DOCS_DIR", str(docs))
+    assert CliRunner().invoke(main, ["serve", "--http", "0"]).exit_code == 0 and started == [1]
+
+
+def test_a_symlink_out_of_the_docs_folder_is_skipped_visibly(env: tuple[Path, Path], tmp_path: Path) -> None:
+    docs, _ = env
+    secret = tmp_path / "payroll.md"
+    secret.write_text("# Payroll\n\nSalaries are confidential.\n")
+    (docs / "payroll.md").symlink_to(secret)
+    runner = CliRunner()
+    res = runner.invoke(main, ["index", "--quiet"])
+    assert (
+        res.exit_code == 0
+        and "skipped payroll.md: symlink to" in res.output
+        and "outside the docs folder" in res.output
+    )
+    res = runner.invoke(main, ["status"])
+    assert "payroll.md" in res.output and "outside the docs folder" in res.output
+    data = json.loads(runner.invoke(main, ["status", "--json"]).output)
+    assert "payroll.md" not in {d["path"] for d in data["documents"]} and "payroll.md" in data["skipped"]
+
+
+def test_bench_is_found_in_the_checkout() -> None:
+    from bot.cli import _import_bench
+
+    assert _import_bench().__module__ == "bench"

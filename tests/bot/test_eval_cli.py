@@ -32,7 +32,7 @@ def _jsonl(path: Path, rows: list[dict[str, str]]) -> Path:
 
 def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("FOOTNOTE_DATA_DIR", str(tmp_path / "live"))
-    monkeypatch.setenv("FOOTNOTE_DOCS_DIR", str(tmp_path / "live-docs"))
+    monkeypatch.setenv("FOOTNOTE_DOCS_DIR", str(EXAMPLES))  # evaluating the live folder itself
     qs, ood = _jsonl(tmp_path / "q.jsonl", QUESTIONS), _jsonl(tmp_path / "ood.jsonl", OOD)
     out, plots = tmp_path / "eval.json", tmp_path / "plots"
     res = CliRunner().invoke(
@@ -67,10 +67,20 @@ def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch
     assert "Paired exact sign tests" in res.output and "← default" in res.output
     for png in ("recall.png", "refusal_sweep.png"):
         assert (plots / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not (tmp_path / "live").exists()  # another folder than the live one: a temporary index
+    assert not (tmp_path / "live").exists()  # even on the live folder: a temporary index, the live one untouched
 
 
 def test_eval_rejects_a_question_without_a_needle(tmp_path: Path) -> None:
     qs = _jsonl(tmp_path / "q.jsonl", [{"id": "x", "question": "where?"}])
     res = CliRunner().invoke(main, ["eval", "--docs", str(EXAMPLES), "--questions", str(qs)])
     assert res.exit_code != 0 and "needs" in res.output and "needle" in res.output
+
+
+def test_eval_plots_without_matplotlib_say_how_to_install_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    qs = _jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    res = CliRunner().invoke(main, ["eval", "--docs", str(EXAMPLES), "--questions", str(qs), "--plots", str(tmp_path)])
+    assert res.exit_code == 1 and "pip install 'footnote[plots]'" in res.output

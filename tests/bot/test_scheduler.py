@@ -1,20 +1,28 @@
-"""The sync schedule: runs repeatedly, never overlaps itself, rejects a bad crontab."""
+"""The sync schedule: runs repeatedly, never overlaps itself, rejects a bad crontab.
+
+Waits are on events with a timeout, never fixed sleeps: the scheduler's own
+"max instances reached" event proves it tried to start a second run and refused.
+"""
 
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 from apscheduler.triggers.cron import CronTrigger
 
 from bot.scheduler import SyncSchedule, make_trigger
 from retrieval.errors import ConfigError
 
+INTERVAL = 0.1 / 60  # 0.1 s
+
 
 def test_scheduled_syncs_repeat_but_never_overlap() -> None:
     running, overlaps, runs = 0, 0, 0
     lock = threading.Lock()
+    refused = threading.Event()  # the scheduler wanted a second run while the first was going
+    second = threading.Event()
 
     def slow_sync() -> None:
         nonlocal running, overlaps, runs
@@ -22,15 +30,20 @@ def test_scheduled_syncs_repeat_but_never_overlap() -> None:
             running += 1
             overlaps += running > 1
             runs += 1
-        time.sleep(0.3)  # longer than the interval: the next run must wait or be folded in
+            first = runs == 1
+        if first:  # hold the first run until the scheduler has been refused an overlapping one
+            assert refused.wait(30)
+        else:
+            second.set()
         with lock:
             running -= 1
 
-    sched = SyncSchedule(slow_sync, minutes=0.1 / 60, cron=None)
+    sched = SyncSchedule(slow_sync, minutes=INTERVAL, cron=None)
+    sched._scheduler.add_listener(lambda _e: refused.set(), EVENT_JOB_MAX_INSTANCES)
     sched.start()
     try:
         assert sched.next_run() is not None
-        time.sleep(1.5)
+        assert refused.wait(30) and second.wait(30)
     finally:
         sched.shutdown()
     assert runs >= 2 and overlaps == 0
@@ -38,18 +51,27 @@ def test_scheduled_syncs_repeat_but_never_overlap() -> None:
 
 def test_a_failing_sync_does_not_stop_the_schedule() -> None:
     calls = []
+    again = threading.Event()
 
     def broken() -> None:
         calls.append(1)
+        if len(calls) >= 2:
+            again.set()
         raise RuntimeError("drive unmounted")
 
-    sched = SyncSchedule(broken, minutes=0.1 / 60, cron=None)
+    sched = SyncSchedule(broken, minutes=INTERVAL, cron=None)
     sched.start()
     try:
-        time.sleep(0.6)
+        assert again.wait(30)
     finally:
         sched.shutdown()
     assert len(calls) >= 2
+
+
+def test_no_interval_and_no_cron_schedules_nothing() -> None:
+    sched = SyncSchedule(lambda: None, minutes=0, cron=None)
+    sched.start()
+    assert sched.next_run() is None
 
 
 def test_cron_wins_over_interval_and_a_bad_one_is_a_clear_error() -> None:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from retrieval.chunk import ChunkerConfig, chunk_document, sentences
 from retrieval.embed import SentenceTransformerEmbedder
 from retrieval.extract import MarkdownExtractor
 from retrieval.types import Document, Section
-from tests.conftest import DEV_DOCS
+from tests.conftest import DEV_DOCS, require_dev_set
 
 EX = MarkdownExtractor()
 
@@ -19,8 +17,8 @@ def _dev_docs() -> list[Path]:
     return sorted(DEV_DOCS.glob("*.md"))
 
 
-@pytest.mark.skipif(not DEV_DOCS.is_dir(), reason="dev set not present")
 def test_dev_corpus_chunks_keep_every_invariant(embedder: SentenceTransformerEmbedder) -> None:
+    require_dev_set()
     cfg = ChunkerConfig()
     total = 0
     for path in _dev_docs():
@@ -97,8 +95,16 @@ def test_overlap_goes_into_text_but_not_content() -> None:
     doc = _doc(text)
     chunks = chunk_document(doc, ChunkerConfig(target=45, overlap=10, window=10_000), _chars_as_tokens)
     assert len(chunks) == 2
-    assert chunks[1].content.startswith("Second")
-    assert "after." not in chunks[1].content[:5] and "ough." in chunks[1].text
+    # The quoted content is exactly the chunk's own words, none of the previous chunk's.
+    assert chunks[1].content == "Second paragraph follows it right after."
+    assert doc.text[chunks[1].start : chunks[1].end] == chunks[1].content
+    # The embedded text carries the end of the previous chunk (up to 10 characters, whole
+    # words) between the header and the content.
+    assert chunks[1].text.startswith("[T > S]\n") and chunks[1].text.endswith(chunks[1].content)
+    between = chunks[1].text.removeprefix("[T > S]\n").removesuffix(chunks[1].content)
+    assert between.strip() == "enough." and chunks[0].content.endswith(between.strip())
+    no_overlap = chunk_document(doc, ChunkerConfig(target=45, overlap=0, window=10_000), _chars_as_tokens)
+    assert no_overlap[1].text == "[T > S]\n" + no_overlap[1].content  # without overlap, nothing in between
 
 
 def test_chunk_ids_are_stable_and_unique() -> None:

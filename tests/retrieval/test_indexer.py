@@ -1,4 +1,5 @@
-"""Indexing with the real embedder into a real on-disk Chroma, including bad inputs."""
+"""Indexing, including bad inputs: bookkeeping on the in-memory fakes, one end-to-end test on
+the real embedder and on-disk Chroma."""
 
 from __future__ import annotations
 
@@ -6,30 +7,12 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from retrieval.embed import SentenceTransformerEmbedder
 from retrieval.manifest import FAILED, INDEXED
 from tests.conftest import EXAMPLES, make_engine
-
-
-class CountingEmbedder:
-    """The real embedder, counting how many texts it was asked to embed."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dimension = inner.dimension
-        self.window = inner.window
-        self.calls = 0
-
-    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
-        self.calls += len(texts)
-        return self.inner.embed(texts)
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
+from tests.fakes import CountingEmbedder, HashEmbedder, memory_engine
 
 
 @pytest.fixture
@@ -40,7 +23,7 @@ def docs(tmp_path: Path) -> Path:
 
 
 def _agree(engine) -> None:  # type: ignore[no-untyped-def]
-    """Chroma ids, BM25 ids and the manifest describe the same chunks."""
+    """Store ids, BM25 ids and the manifest describe the same chunks."""
     stored = engine.store.count_by_path()
     recs = engine.manifest.all()
     assert stored == {p: r.chunks for p, r in recs.items() if r.state == INDEXED}
@@ -49,11 +32,9 @@ def _agree(engine) -> None:  # type: ignore[no-untyped-def]
     assert {c.id for c in snap.chunks} == engine.store.chunk_ids()
 
 
-def test_index_then_reindex_does_no_embedding_work(
-    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
-) -> None:
-    counting = CountingEmbedder(embedder)
-    eng = make_engine(counting, tmp_path / "data", docs)  # type: ignore[arg-type]
+def test_index_then_reindex_does_no_embedding_work(docs: Path) -> None:
+    counting = CountingEmbedder(HashEmbedder())
+    eng = memory_engine(docs, counting)
     first = eng.sync()
     assert sorted(first.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
     assert counting.calls > 0
@@ -64,9 +45,7 @@ def test_index_then_reindex_does_no_embedding_work(
     assert counting.calls == 0
 
 
-def test_bad_inputs_fail_with_reasons_and_lose_nothing_else(
-    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
-) -> None:
+def test_bad_inputs_fail_with_reasons_and_lose_nothing_else(docs: Path) -> None:
     (docs / "empty.md").write_bytes(b"")
     (docs / "junk.md").write_bytes(os.urandom(4096) + b"\x00" * 64)
     (docs / "legacy.txt").write_bytes("# Kantine\n\nMenuen: smørrebrød og crème brûlée hver fredag.".encode("latin-1"))
@@ -75,7 +54,7 @@ def test_bad_inputs_fail_with_reasons_and_lose_nothing_else(
     (docs / ".hidden.md").write_text("# Hidden\n\nNever indexed.")
     (docs / "~$draft.md").write_text("# Temp\n\nOffice lock file.")
     os.chmod(docs / "locked.md", 0)
-    eng = make_engine(embedder, tmp_path / "data", docs)
+    eng = memory_engine(docs)
     try:
         report = eng.sync()
     finally:
@@ -95,9 +74,7 @@ def test_bad_inputs_fail_with_reasons_and_lose_nothing_else(
     _agree(eng)
 
 
-def test_unreadable_file_fails_without_stopping_others(
-    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unreadable_file_fails_without_stopping_others(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     original = Path.read_bytes
 
     def deny(self: Path) -> bytes:
@@ -106,7 +83,7 @@ def test_unreadable_file_fails_without_stopping_others(
         return original(self)
 
     monkeypatch.setattr(Path, "read_bytes", deny)
-    eng = make_engine(embedder, tmp_path / "data", docs)
+    eng = memory_engine(docs)
     eng.sync()
     recs = eng.manifest.all()
     assert recs["on-call.md"].state == FAILED and recs["on-call.md"].reason == "cannot read the file: Permission denied"
@@ -133,30 +110,28 @@ def test_edit_delete_and_oversize(embedder: SentenceTransformerEmbedder, docs: P
     _agree(eng)
 
 
-def test_missing_docs_folder_is_a_clear_error(embedder: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+def test_missing_docs_folder_is_a_clear_error(tmp_path: Path) -> None:
     from retrieval.errors import StoreError
 
-    eng = make_engine(embedder, tmp_path / "data", tmp_path / "nope")
+    eng = memory_engine(tmp_path / "nope")
     with pytest.raises(StoreError, match="docs folder not found"):
         eng.sync()
 
 
-def test_empty_folder_gives_an_empty_searchable_index(embedder: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+def test_empty_folder_gives_an_empty_searchable_index(tmp_path: Path) -> None:
     (tmp_path / "empty-docs").mkdir()
-    eng = make_engine(embedder, tmp_path / "data", tmp_path / "empty-docs")
+    eng = memory_engine(tmp_path / "empty-docs")
     eng.sync()
     res = eng.searcher().search("anything at all")
     assert res.hits == [] and eng.searcher().snapshot.vectors.shape[0] == 0
 
 
-def test_snapshot_leaves_out_documents_it_may_not_search(
-    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
-) -> None:
+def test_snapshot_leaves_out_documents_it_may_not_search(docs: Path) -> None:
     from retrieval.search import Snapshot
 
-    eng = make_engine(embedder, tmp_path / "data", docs)
+    eng = memory_engine(docs)
     eng.sync()
-    snap = Snapshot.build(eng.store.load(), embedder.name, keep=lambda p: p != "on-call.md")
+    snap = Snapshot.build(eng.store.load(), eng.embedder.name, keep=lambda p: p != "on-call.md")
     assert snap.chunks and all(c.path != "on-call.md" for c in snap.chunks)
     assert snap.vectors.shape[0] == len(snap.chunks) == snap.bm25.size
     assert set(snap.sentence_owner.tolist()) == set(range(len(snap.chunks)))

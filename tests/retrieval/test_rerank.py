@@ -32,7 +32,7 @@ def test_cross_encoder_reranks_the_shortlist(examples_engine: Engine, tmp_path: 
     reranker = load_reranker(str(model_dir), 1.5)
     assert isinstance(reranker, CrossEncoderReranker)
     base = examples_engine.searcher()
-    s = Searcher(base.snapshot, examples_engine.embedder, base.cfg, reranker, examples_engine.store)
+    s = Searcher(base.snapshot, examples_engine.embedder, base.cfg, reranker)
     hits = s.search("on-call allowance", k=10).hits
     assert len(hits) == 10
     assert all("cross_encoder" in h.signals for h in hits)

@@ -18,7 +18,7 @@ def _ranks(searcher: Searcher) -> list[int | None]:
 def test_default_ranking_beats_dense_and_meets_its_floor(dev_engine: Engine) -> None:
     default = _ranks(dev_engine.searcher())
     snap = dev_engine.searcher().snapshot
-    dense = _ranks(Searcher(snap, dev_engine.embedder, SearchConfig(fusion="dense"), None, dev_engine.store))
+    dense = _ranks(Searcher(snap, dev_engine.embedder, SearchConfig(fusion="dense"), None))
     assert recall_at(default, 1) >= 0.55 and recall_at(default, 4) >= 0.80
     assert recall_at(default, 1) > recall_at(dense, 1)
 

@@ -14,6 +14,7 @@ import pytest
 
 from retrieval.answer import AnswerService
 from retrieval.embed import SentenceTransformerEmbedder
+from retrieval.engine import FolderMismatch
 from retrieval.errors import ModelError, SyncBusy
 from retrieval.gate import GateConfig
 from retrieval.llm import OpenAICompatibleModel
@@ -78,6 +79,11 @@ def test_one_replica_syncs_at_a_time_and_the_others_pick_up_its_changes(
 ) -> None:
     a = make_engine(embedder, tmp_path / "a", docs, chroma_url=chroma_url, refresh_s=0.0)
     b = make_engine(embedder, tmp_path / "b", docs, chroma_url=chroma_url, refresh_s=0.0)
+    a.manifest.set_docs_folder(str(tmp_path / "elsewhere"))  # the shared index was built from another folder
+    for replica in (a, b):  # the folder is recorded in the server: every replica refuses
+        with pytest.raises(FolderMismatch):
+            replica.sync()
+    a.adopt_folder()  # what `footnote index --reindex-from` does
     a.sync()
     assert b.searcher().search("parking garage bicycles", k=1).hits[0].chunk.path != "parking.md"
     assert a.lease.acquire()

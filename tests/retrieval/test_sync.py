@@ -13,17 +13,15 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from retrieval.chunk import ChunkerConfig
 from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import Engine, EngineConfig
+from retrieval.engine import Engine
 from retrieval.manifest import INDEXED, STALE
-from retrieval.rerank import SentenceReranker
-from retrieval.search import SearchConfig
 from tests.conftest import EXAMPLES, ROOT, make_engine
-from tests.retrieval.test_indexer import CountingEmbedder, _agree
+from tests.fakes import CountingEmbedder, GatedEmbedder, RenamedEmbedder
+from tests.retrieval.test_indexer import _agree
 
 
 @pytest.fixture
@@ -37,7 +35,7 @@ def test_rename_moves_vectors_without_embedding_and_keeps_one_copy(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     counting = CountingEmbedder(embedder)
-    eng = make_engine(counting, tmp_path / "data", docs)  # type: ignore[arg-type]
+    eng = make_engine(counting, tmp_path / "data", docs)
     eng.sync()
     before = eng.manifest.get("on-call.md")
     (docs / "handbooks").mkdir()
@@ -60,7 +58,7 @@ def test_a_one_paragraph_edit_embeds_only_what_changed(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     counting = CountingEmbedder(embedder)
-    eng = make_engine(counting, tmp_path / "data", docs)  # type: ignore[arg-type]
+    eng = make_engine(counting, tmp_path / "data", docs)
     eng.sync()
     path = docs / "on-call.md"
     path.write_text(path.read_text() + "\nPagers are tested every first Monday of the month.\n")
@@ -72,7 +70,7 @@ def test_a_one_paragraph_edit_embeds_only_what_changed(
 
 
 def _engine(embedder, data: Path, docs: Path, chunker: ChunkerConfig) -> Engine:  # type: ignore[no-untyped-def]
-    return Engine(EngineConfig(data, docs, chunker, SearchConfig()), embedder, SentenceReranker())
+    return make_engine(embedder, data, docs, chunker=chunker)
 
 
 def test_a_chunker_change_marks_stale_searches_old_vectors_then_rebuilds(
@@ -93,19 +91,11 @@ def test_a_chunker_change_marks_stale_searches_old_vectors_then_rebuilds(
     _agree(eng)
 
 
-class RenamedModel(CountingEmbedder):
-    """The real embedder under another model name: as if the team switched models."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
-        super().__init__(inner)
-        self.name = "another-model"
-
-
 def test_vectors_of_another_model_are_never_searched(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
     _engine(embedder, tmp_path / "data", docs, ChunkerConfig()).sync()
-    other = RenamedModel(embedder)
+    other = RenamedEmbedder(embedder)
     eng = _engine(other, tmp_path / "data", docs, ChunkerConfig())
     eng.mark_stale()
     assert {r.state for r in eng.manifest.all().values()} == {STALE}
@@ -117,27 +107,11 @@ def test_vectors_of_another_model_are_never_searched(
     _agree(eng)
 
 
-class GatedEmbedder(CountingEmbedder):
-    """Blocks inside ``embed`` until released, so a test can act in the middle of a sync."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
-        super().__init__(inner)
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.block = False
-
-    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
-        if self.block and any("twelve spaces" in t for t in texts):
-            self.entered.set()
-            assert self.release.wait(30)
-        return super().embed(texts)
-
-
 def test_questions_during_a_sync_are_answered_from_the_last_index(
     embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
 ) -> None:
-    gated = GatedEmbedder(embedder)
-    eng = make_engine(gated, tmp_path / "data", docs)  # type: ignore[arg-type]
+    gated = GatedEmbedder(embedder, trigger="twelve spaces")
+    eng = make_engine(gated, tmp_path / "data", docs)
     eng.sync()
     eng.searcher()
     (docs / "time-off.txt").unlink()

@@ -1,40 +1,21 @@
 """Property: any sequence of adds, edits, deletes and renames, then a sync, leaves
-Chroma ids == BM25 ids == manifest, and the index holds exactly the folder's current text.
+store ids == BM25 ids == manifest, and the index holds exactly the folder's current text.
 
-The embedder is a deterministic fake (this is about bookkeeping, not relevance);
-Chroma is real.
+This is about the indexer's bookkeeping, not about engines: the embedder, store,
+manifest and lease are the in-memory fakes (``tests/test_store.py`` holds the fake
+store to Chroma's behaviour).
 """
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from pathlib import Path
 
-import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval.manifest import INDEXED
-from tests.conftest import make_engine
-
-
-class HashEmbedder:
-    name = "hash-embedder"
-    dimension = 16
-    window = 256
-
-    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimension), np.float32)
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(self.dimension)
-            out[i] = v / np.linalg.norm(v)
-        return out
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split()) + 2
-
+from tests.fakes import memory_engine
 
 NAMES = ["a.md", "b.md", "sub/c.md", "sub/d.txt"]
 BODIES = [
@@ -74,7 +55,7 @@ def test_any_history_then_a_sync_leaves_store_bm25_and_manifest_in_agreement(
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(tmp) / "docs"
         docs.mkdir()
-        eng = make_engine(HashEmbedder(), Path(tmp) / "data", docs)  # type: ignore[arg-type]
+        eng = memory_engine(docs)
         for op, a, b in history:
             if op == "sync":
                 eng.sync()

@@ -1,6 +1,7 @@
-"""``footnote bench``: figures for throughput, per-stage latency, memory and growth.
+"""``footnote bench`` (or ``python -m bench``): figures for throughput, per-stage latency, memory and growth.
 
-Figures only, never a pass/fail. Runs on a temporary copy of the index so the
+Tooling, not product: this package lives at the repository's top level and is not
+installed with the wheel. Figures only, never a pass/fail. Runs on a temporary copy of the index so the
 live one is never touched. The synthetic index uses generated text and random
 unit vectors (embedding 100,000 real chunks would take a quarter of an hour on
 two cores); it shows how search cost grows with the index, not quality.

@@ -1,0 +1,215 @@
+"""The engine on in-memory collaborators: syncs, the searcher's life, the lease, the docs folder.
+
+Everything here is bookkeeping, so the store, manifest, lease, embedder and clock
+are the fakes of ``tests/fakes.py``; nothing touches Chroma or a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.engine import FolderMismatch
+from retrieval.errors import StoreError, SyncBusy
+from retrieval.manifest import INDEXED, STALE, WRITING, DocRecord
+from tests.conftest import EXAMPLES
+from tests.fakes import FakeClock, MemoryLease, MemoryManifest, MemoryStore, memory_engine
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, d)
+    return d
+
+
+def test_a_sync_indexes_the_folder_and_the_searcher_sees_it(docs: Path) -> None:
+    eng = memory_engine(docs)
+    report = eng.sync()
+    assert sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
+    assert {r.state for r in eng.manifest.all().values()} == {INDEXED}
+    snap = eng.searcher().snapshot
+    assert {c.path for c in snap.chunks} == set(report.indexed)
+    assert len(snap.chunks) == sum(r.chunks for r in eng.manifest.all().values())
+    assert eng.last_sync is not None and eng.last_sync.error is None
+
+
+def test_a_busy_lease_refuses_the_sync_and_writes_nothing(docs: Path) -> None:
+    lease = MemoryLease(held=True)  # another process is syncing
+    eng = memory_engine(docs, lease=lease)
+    with pytest.raises(SyncBusy):
+        eng.sync()
+    assert eng.manifest.all() == {} and eng.store.count_by_path() == {}
+    assert lease.held  # the other holder keeps it
+    lease.release()
+    eng.sync()
+    assert not lease.held and lease.gen == 1
+
+
+def test_a_second_process_picks_up_a_sync_after_its_refresh_interval(docs: Path) -> None:
+    store, manifest, lease, clock = MemoryStore(), MemoryManifest(), MemoryLease(), FakeClock()
+    a = memory_engine(docs, store=store, manifest=manifest, lease=lease, refresh_s=5.0)
+    b = memory_engine(docs, store=store, manifest=manifest, lease=lease, clock=clock, refresh_s=5.0)
+    a.sync()
+    before = b.searcher()
+    (docs / "parking.md").write_text("# Parking\n\nThe garage has twelve spaces for bicycles.\n")
+    a.sync()
+    clock.advance(4.9)
+    assert b.searcher() is before  # not yet looked
+    clock.advance(0.2)
+    after = b.searcher()
+    assert after is not before and "parking.md" in {c.path for c in after.snapshot.chunks}
+    clock.advance(10)
+    assert b.searcher() is after  # the generation did not change: no rebuild
+
+
+def test_concurrent_callers_share_one_searcher(docs: Path) -> None:
+    eng = memory_engine(docs)
+    eng.sync()
+    builds = []
+    original = eng._build
+
+    def counted():  # type: ignore[no-untyped-def]
+        builds.append(1)
+        return original()
+
+    eng._build = counted  # type: ignore[method-assign]
+    start = threading.Barrier(8)
+    got = []
+
+    def ask() -> None:
+        start.wait(10)
+        got.append(eng.searcher())
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(got) == 8 and len({id(s) for s in got}) == 1 and len(builds) == 1
+
+
+def test_the_index_refuses_another_folder_until_told_to_rebuild_from_it(docs: Path, tmp_path: Path) -> None:
+    store, manifest = MemoryStore(), MemoryManifest()
+    memory_engine(docs, store=store, manifest=manifest).sync()
+    assert manifest.folder == str(docs.resolve())
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("# A\n\nSomething else entirely.\n")
+    wrong = memory_engine(other, store=store, manifest=manifest)
+    before = (manifest.all(), store.chunk_ids())
+    with pytest.raises(FolderMismatch, match="--reindex-from"):
+        wrong.sync()
+    assert (manifest.all(), store.chunk_ids()) == before  # intact
+    wrong.adopt_folder()
+    report = wrong.sync()
+    assert report.indexed == ["a.md"] and sorted(report.removed) == ["expenses.md", "on-call.md", "time-off.txt"]
+    assert set(manifest.all()) == {"a.md"} and manifest.folder == str(other.resolve())
+
+
+def test_adopting_a_missing_folder_is_refused(tmp_path: Path) -> None:
+    eng = memory_engine(tmp_path / "nope")
+    with pytest.raises(StoreError, match="docs folder not found"):
+        eng.adopt_folder()
+    assert eng.manifest.docs_folder() is None
+
+
+def test_a_symlink_out_of_the_folder_is_skipped_with_its_reason(docs: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Salaries\n\nThe CEO earns forty million.\n")
+    (docs / "leak.md").symlink_to(secret)
+    (docs / "inside.md").symlink_to(docs / "on-call.md")  # a link that stays inside is fine
+    eng = memory_engine(docs)
+    report = eng.sync()
+    assert set(report.skipped) == {"leak.md"} and "outside the docs folder" in report.skipped["leak.md"]
+    assert "leak.md" not in eng.manifest.all() and "inside.md" in report.indexed
+    assert all("forty million" not in c.content for c in eng.searcher().snapshot.chunks)
+    assert eng.indexer.skipped() == report.skipped
+
+
+def test_a_crash_while_writing_is_rebuilt_by_the_next_sync(docs: Path) -> None:
+    eng = memory_engine(docs)
+    eng.sync()
+    rec = eng.manifest.get("on-call.md")
+    assert rec is not None
+    # As a process killed mid-write leaves it: the record says "writing", the store holds part of the chunks.
+    eng.manifest.put(dataclasses.replace(rec, state=WRITING, chunks=0))
+    partial = {i: eng.store.chunks[i] for i in sorted(eng.store.chunk_ids("on-call.md"))[:1]}
+    eng.store.delete_paths(["on-call.md"])
+    eng.store.chunks.update(partial)
+    assert eng.store.count_by_path(["on-call.md"]) == {"on-call.md": 1}
+    assert "on-call.md" not in {c.path for c in eng.searcher().snapshot.chunks}  # never searched half-written
+    assert eng.manifest.totals()["stale"] == 1  # waiting for a rebuild
+    report = eng.sync()
+    assert report.indexed == ["on-call.md"]
+    again = eng.manifest.get("on-call.md")
+    assert again is not None and again.state == INDEXED and again.chunks == rec.chunks
+
+
+def test_records_show_what_would_be_stale_without_writing(docs: Path) -> None:
+    from retrieval.chunk import ChunkerConfig
+
+    store, manifest = MemoryStore(), MemoryManifest()
+    memory_engine(docs, store=store, manifest=manifest).sync()
+    eng = memory_engine(docs, store=store, manifest=manifest)
+    eng.indexer.chunker = ChunkerConfig(target=300)
+    writes, stored = manifest.writes, manifest.all()
+    recs = eng.records()
+    assert {r.state for r in recs.values()} == {STALE} and "t300" in (recs["on-call.md"].reason or "")
+    assert manifest.writes == writes and manifest.all() == stored
+    assert sorted(eng.mark_stale()) == sorted(recs) and manifest.writes == writes + 1
+
+
+def test_a_snapshot_is_immutable(docs: Path) -> None:
+    eng = memory_engine(docs)
+    eng.sync()
+    snap = eng.searcher().snapshot
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.chunks = []  # type: ignore[misc]
+    with pytest.raises(ValueError, match="read-only"):
+        snap.vectors[0, 0] = 1.0
+    mask = snap.within(["hr"])
+    assert mask is not None and not mask.flags.writeable and snap.within(["hr"]) is mask
+
+
+def test_a_scoped_search_only_sees_its_folders(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    for folder, name in (("engineering", "on-call.md"), ("hr", "time-off.txt")):
+        (docs / folder).mkdir(parents=True)
+        shutil.copy(EXAMPLES / name, docs / folder / name)
+    eng = memory_engine(docs)
+    eng.sync()
+    s = eng.searcher()
+    everything = s.search("parental leave weeks", k=50)
+    scoped = s.search("parental leave weeks", k=50, folders=["engineering"])
+    assert scoped.hits and all(h.chunk.path.startswith("engineering/") for h in scoped.hits)
+    allowed = np.array([c.path.startswith("engineering/") for c in s.snapshot.chunks])
+    q = eng.embedder.embed(["parental leave weeks"])[0]
+    assert scoped.best_distance == pytest.approx(1.0 - float((s.snapshot.vectors[allowed] @ q).max()), abs=1e-6)
+    assert scoped.best_distance >= everything.best_distance
+    assert s.search("parental leave", folders=["nowhere"]).hits == []
+
+
+def test_a_failed_sync_is_recorded_and_the_old_searcher_keeps_answering(docs: Path) -> None:
+    eng = memory_engine(docs)
+    eng.sync()
+    old = eng.searcher()
+    shutil.rmtree(docs)  # the drive was unmounted
+    with pytest.raises(StoreError):
+        eng.sync()
+    assert eng.last_sync is not None and "docs folder not found" in (eng.last_sync.error or "")
+    assert eng.searcher() is old
+
+
+def test_record_with_negative_chunks_from_an_old_index_reads_as_writing() -> None:
+    from retrieval.manifest import from_fields, to_fields
+
+    legacy = to_fields(DocRecord("a.md", "h", STALE, "indexing did not finish", 0, None))
+    legacy["chunks"] = -1
+    rec = from_fields("a.md", legacy)
+    assert rec.state == WRITING and rec.chunks == 0

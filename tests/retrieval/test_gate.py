@@ -1,0 +1,45 @@
+"""The gate: the only part of the pipeline that can say no."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.gate import GateConfig, decide, gate_signal, quoted_phrases
+from retrieval.search import SearchResult
+from retrieval.types import Chunk, Hit
+
+
+def _hit(content: str) -> Hit:
+    return Hit(Chunk("c", "a.md", "A", "S", 0, content, content, 0, len(content)), 1.0, 0.2)
+
+
+def _result(query: str, hits: list[Hit], distance: float = 0.3, coverage: float = 1.0) -> SearchResult:
+    return SearchResult(query, hits, distance, coverage, {})
+
+
+def test_signal_is_distance_plus_weighted_missing_coverage() -> None:
+    cfg = GateConfig(threshold=0.7, coverage_weight=0.5)
+    assert gate_signal(_result("q", [], distance=0.4, coverage=0.6), cfg) == pytest.approx(0.4 + 0.5 * 0.4)
+
+
+def test_answers_below_the_threshold_and_refuses_above() -> None:
+    cfg = GateConfig(threshold=0.7, coverage_weight=0.5)
+    hits = [_hit(f"passage {i}") for i in range(6)]
+    ok = decide(_result("q", hits, distance=0.5), cfg, max_sources=4)
+    assert ok.answerable and ok.reason == "ok" and ok.sources == hits[:4]
+    no = decide(_result("q", hits, distance=0.5, coverage=0.5), cfg, max_sources=4)  # 0.5 + 0.25 > 0.7
+    assert not no.answerable and no.sources == [] and "0.750 > 0.700" in no.reason
+
+
+def test_an_empty_index_is_a_refusal() -> None:
+    d = decide(_result("q", [], distance=1.0), GateConfig(), 4)
+    assert not d.answerable and d.reason == "the index is empty"
+
+
+def test_quoted_phrases_must_appear_verbatim_in_the_sources() -> None:
+    assert quoted_phrases('what does "XQ-7781" mean in “the runbook”?') == ["XQ-7781", "the runbook"]
+    hits = [_hit("Error XQ-7781 means the disk is full."), _hit("Unrelated text.")]
+    d = decide(_result('what does "XQ-7781" mean?', hits), GateConfig(), 4)
+    assert d.answerable and d.sources == hits[:1]  # only the source that holds the phrase
+    d = decide(_result('what does "ZZ-0000" mean?', hits), GateConfig(), 4)
+    assert not d.answerable and d.reason == 'no passage contains "ZZ-0000" verbatim'

@@ -1,0 +1,81 @@
+"""The vector store: real on-disk Chroma, and the in-memory fake held to the same behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.store import ChromaStore, VectorStore
+from retrieval.types import Chunk
+from tests.fakes import HashEmbedder, MemoryStore
+
+EMB = HashEmbedder()
+
+
+def _chunks(path: str, n: int) -> list[Chunk]:
+    return [
+        Chunk(f"{path}#{i}", path, path, "S", i, f"[{path}] text {i}", f"text {i}", i * 10, i * 10 + 6)
+        for i in range(n)
+    ]
+
+
+def _add(store: VectorStore, path: str, n: int) -> list[Chunk]:
+    chunks = _chunks(path, n)
+    sentences = [[f"{c.content} first.", f"{c.content} second."] for c in chunks]
+    store.add(chunks, EMB.embed([c.text for c in chunks]), sentences, [EMB.embed(s) for s in sentences])
+    return chunks
+
+
+@pytest.fixture(params=["chroma", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> VectorStore:
+    return ChromaStore(tmp_path / "chroma") if request.param == "chroma" else MemoryStore()
+
+
+def test_add_count_load_and_delete(store: VectorStore) -> None:
+    b = _add(store, "b.md", 3)
+    a = _add(store, "a.md", 2)
+    assert store.count_by_path() == {"a.md": 2, "b.md": 3}
+    assert store.count_by_path(["b.md", "zzz.md"]) == {"b.md": 3} and store.count_by_path([]) == {}
+    assert store.chunk_ids("a.md") == {c.id for c in a} and len(store.chunk_ids()) == 5
+    loaded = store.load()
+    assert [c.id for c in loaded.chunks] == [c.id for c in a + b]  # by document, then position
+    assert loaded.chunks[0] == a[0]  # every field survives the round trip
+    np.testing.assert_allclose(loaded.vectors, EMB.embed([c.text for c in a + b]), atol=1e-6)
+    assert len(loaded.sentence_vectors) == len(loaded.sentence_owner) == 10
+    assert sorted(loaded.sentence_owner.tolist()) == sorted(list(range(5)) * 2)
+    store.delete_paths(["b.md"])
+    assert store.count_by_path() == {"a.md": 2} and len(store.load().sentence_owner) == 4
+
+
+def test_vectors_for_returns_stored_vectors_keyed_by_their_text(store: VectorStore) -> None:
+    a = _add(store, "a.md", 2)
+    _add(store, "b.md", 1)
+    chunks, sents = store.vectors_for(["a.md"])
+    assert set(chunks) == {c.text for c in a}
+    np.testing.assert_allclose(chunks[a[1].text], EMB.embed([a[1].text])[0], atol=1e-6)
+    assert set(sents) == {"text 0 first.", "text 0 second.", "text 1 first.", "text 1 second."}
+    assert store.vectors_for([]) == ({}, {})
+
+
+def test_add_never_overwrites_an_existing_id(store: VectorStore) -> None:
+    (first,) = _add(store, "a.md", 1)
+    clash = Chunk(first.id, "a.md", "A", "S", 0, "other text", "other", 0, 5)
+    store.add([clash], EMB.embed(["other text"]), [[]], [np.zeros((0, EMB.dimension), np.float32)])
+    assert store.load().chunks == [first]
+
+
+def test_an_empty_store_loads_empty(store: VectorStore) -> None:
+    loaded = store.load()
+    assert loaded.chunks == [] and loaded.vectors.shape[0] == 0 and len(loaded.sentence_owner) == 0
+    assert not store.shared
+
+
+def test_a_store_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
+    from retrieval.errors import StoreError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot open the vector store"):
+        ChromaStore(blocker / "chroma")
