@@ -22,6 +22,7 @@ import numpy as np
 
 from bot.runtime import Runtime
 from config.settings import Settings
+from retrieval.embed import cpu_info
 from retrieval.gate import decide
 from retrieval.search import Searcher, Snapshot
 from retrieval.store import StoredIndex
@@ -43,7 +44,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-LABELS = {"llm_prompt": "LLM prompt (1st token)", "generation": "LLM whole call", "total": "end-to-end answer"}
+LABELS = {
+    "llm_prompt": "LLM prompt (1st token)",
+    "generation": "LLM whole call",
+    "check": "support check",
+    "total": "end-to-end answer",
+}
 
 
 def _stage_lines(samples: dict[str, list[float]], names: Sequence[str]) -> list[str]:
@@ -69,7 +75,12 @@ def bench(
         rt = Runtime(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
         t = time.perf_counter()
         rt.embedder.embed(["warm up"])
-        echo(f"embedder load          {time.perf_counter() - t:.1f} s")
+        echo(f"CPU                    {cpu_info().describe()}")
+        choice = rt.embedder.choice
+        echo(f"embedding runtime      {choice.describe() if choice else rt.embedder.runtime}")
+        echo(
+            f"embedder load          {time.perf_counter() - t:.1f} s (includes measuring the runtimes, once per data dir)"
+        )
         report = rt.engine.sync()
         rate = report.chunks_embedded / report.seconds if report.seconds else 0.0
         echo(
@@ -168,10 +179,12 @@ def _answer_lines(rt: Runtime, qs: Sequence[str]) -> list[str]:
     for q in qs:
         a = rt.answers.answer(q)
         refused += a.refused
+        if "generation" not in a.timings:
+            continue  # refused by the gate: the model was not called
         for k, v in a.timings.items():
             samples.setdefault(k, []).append(v)
-    lines = _stage_lines(samples, ("llm_prompt", "generation", "total"))
-    lines.append(f"  ({refused} refused by the gate or the model; refusals skip the model)")
+    lines = _stage_lines(samples, ("llm_prompt", "generation", "check", "total"))
+    lines.append(f"  ({refused} refused by the gate or the model; gate refusals skip the model and are left out)")
     return lines
 
 

@@ -154,6 +154,8 @@ def status(settings: Settings, as_json: bool) -> None:
     than the current settings are shown as stale (nothing is written: the next
     sync marks and rebuilds them). Files the sync skips are listed with the reason.
     """
+    from retrieval.embed import describe_cached_choice
+
     engine = Runtime(settings).engine
     if not engine.manifest.all():
         click.echo(f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first.")
@@ -163,7 +165,10 @@ def status(settings: Settings, as_json: bool) -> None:
     skipped = engine.indexer.skipped()
     if as_json:
         out = {"documents": docs, "totals": totals(recs.values()), "skipped": skipped}
-        click.echo(json.dumps({**out, "docs_folder": engine.manifest.docs_folder()}, indent=2))
+        runtime = describe_cached_choice(settings.data_dir / "models")
+        click.echo(
+            json.dumps({**out, "docs_folder": engine.manifest.docs_folder(), "embedding_runtime": runtime}, indent=2)
+        )
         return
     for d in docs:
         line = f"{d['state']:8} {d['chunks']:5} chunks  {d['path']}"
@@ -176,6 +181,7 @@ def status(settings: Settings, as_json: bool) -> None:
     if built_from is not None and built_from != str(engine.docs_folder()):
         click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")
     _print_totals(recs)
+    click.echo(f"Embedding runtime: {describe_cached_choice(settings.data_dir / 'models')}")
 
 
 @main.command()
