@@ -55,8 +55,19 @@ class Settings(BaseSettings):
     max_sources: int = Field(4, ge=1, le=10, description="Sources given to the model.")
 
     # The gate.
-    gate_threshold: float = Field(0.70, description="Refuse when the best gate score is above this.")
+    gate_threshold: float | None = Field(
+        None, description="Refuse when the best gate score is above this; unset = self-calibrated on the corpus."
+    )
     gate_coverage_weight: float = Field(0.5, ge=0, description="Weight of (1 - idf coverage).")
+
+    # Gate calibration (used when gate_threshold is unset).
+    gate_target_bluff: float = Field(
+        0.05, ge=0, lt=1, description="Share of out-of-domain probe questions the calibrated gate may let through."
+    )
+    gate_refusal_budget: float = Field(
+        0.05, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
+    )
+    gate_probes: int = Field(200, ge=20, description="In-domain probes sampled from the corpus for calibration.")
 
     # The model.
     llm_gguf: Path | None = Field(None, description="Any GGUF file; unset = the packaged default.")
