@@ -87,23 +87,26 @@ def _print_totals(manifest: Manifest) -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--calibrate", is_flag=True, help="Self-calibrate the gate now if this index has no calibration yet.")
 @click.pass_obj
 @_friendly
-def status(settings: Settings, as_json: bool) -> None:
+def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     """Every document in the index with its state, reason, chunk count and stamps.
 
     Counts are read from the index, not from what the last sync said it did.
     Documents built with another embedding model, chunker or extractor version
     than the current settings are shown as stale; the next sync rebuilds them.
     """
-    engine = Runtime(settings).engine
+    rt = Runtime(settings)
+    engine = rt.engine
     if not engine.manifest.all():
         click.echo(f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first.")
         return
     engine.mark_stale()
     docs = [r.as_json() for r in engine.manifest.all().values()]
     if as_json:
-        click.echo(json.dumps({"documents": docs, "totals": engine.manifest.totals()}, indent=2))
+        gate = _gate_json(rt, calibrate)
+        click.echo(json.dumps({"documents": docs, "totals": engine.manifest.totals(), "gate": gate}, indent=2))
         return
     for d in docs:
         line = f"{d['state']:8} {max(d['chunks'], 0):5} chunks  {d['path']}"
@@ -111,6 +114,41 @@ def status(settings: Settings, as_json: bool) -> None:
             line += f"  ({d['reason']})"
         click.echo(line)
     _print_totals(engine.manifest)
+    click.echo(_gate_text(rt, calibrate))
+
+
+def _calibration(rt: Runtime, compute: bool) -> Any:
+    """The calibration of the current index (computed now if asked and missing), or None."""
+    if rt.settings.gate_threshold is not None:
+        return None
+    cal = rt.calibrator.current()
+    if cal is None and compute:
+        click.echo("Calibrating the gate on this index …", err=True)
+        cal = rt.calibrator.ensure()
+    return cal
+
+
+def _gate_text(rt: Runtime, compute: bool) -> str:
+    from retrieval.calibrate import format_calibration
+
+    s = rt.settings
+    if s.gate_threshold is not None:
+        return f"Gate: fixed threshold {s.gate_threshold:.3f} (FOOTNOTE_GATE_THRESHOLD); self-calibration is off."
+    cal = _calibration(rt, compute)
+    if cal is not None:
+        return format_calibration(cal)
+    last = rt.calibrator.latest()
+    using = f"{last.threshold:.3f} from an earlier index" if last else "0.70 (the uncalibrated default)"
+    return f"Gate: not calibrated for this index yet (`footnote serve` does it after a sync, or `footnote status --calibrate`); using {using}."
+
+
+def _gate_json(rt: Runtime, compute: bool) -> dict[str, Any]:
+    cal = _calibration(rt, compute)
+    return {
+        "threshold": rt.gate_config().current().threshold,
+        "explicit": rt.settings.gate_threshold is not None,
+        "calibration": {k: v for k, v in cal.as_json().items() if k != "signals"} if cal else None,
+    }
 
 
 @main.command()
@@ -272,16 +310,22 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Write recall and refusal-sweep PNGs here.",
 )
+@click.option(
+    "--cv",
+    is_flag=True,
+    help="Also cross-validate the gate: split by document, choose on one half, report on the other.",
+)
 @click.pass_obj
 @_friendly
-def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None) -> None:  # fmt: skip
+def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, cv: bool) -> None:  # fmt: skip
     """Measure retrieval and refusals on your own documents, without the model.
 
     Each question's NEEDLE is a sentence copied verbatim from the document that
     answers it; a strategy finds it when a returned passage contains the whole
     sentence. Prints recall@1/4/8/20, MRR@20, answers destroyed by chunking, 95 %
     Wilson intervals, paired sign tests between strategies (the seed's A-F, BM25,
-    hybrid, default), and, with --ood, the refusal sweep over the gate threshold.
+    hybrid, default), and, with --ood, the refusal sweep over the gate threshold,
+    marking the threshold self-calibrated on DOCS (or FOOTNOTE_GATE_THRESHOLD).
 
     Uses the current index when DOCS is the configured docs folder (after a sync);
     otherwise indexes DOCS into a temporary directory.
@@ -300,6 +344,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
         rt = Runtime(settings)
         click.echo(f"Indexing {docs_dir} …", err=True)
         rt.engine.sync(progress=sys.stderr.isatty())
+        cal = _calibration(rt, compute=True)
         report = run_eval(
             rt.engine.searcher(),
             load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr),
@@ -307,18 +352,53 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             oods,
             rt.embedder,
             target=settings.chunk_size,
-            gate=rt.gate_config(),
+            gate=rt.gate_config().current(),
             max_sources=settings.max_sources,
             default_label=f"default: {settings.fusion} fusion + {settings.reranker or 'sentence + section'} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
         )
+        gate_text = _gate_text(rt, compute=False)  # while the index exists
+        folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp)) if cv else []
     click.echo(format_eval(report))
+    click.echo("\n" + gate_text)
+    if folds:
+        from retrieval.calibrate import format_cv
+
+        click.echo("\n" + format_cv(folds))
     if json_out is not None:
-        json_out.write_text(json.dumps(report.as_json(), indent=2), encoding="utf-8")
+        data = {**report.as_json(), "calibration": cal.as_json() if cal else None}
+        if folds:
+            data["cross_validation"] = [f.as_json() for f in folds]
+        json_out.write_text(json.dumps(data, indent=2), encoding="utf-8")
         click.echo(f"Wrote {json_out}")
     if plots_dir is not None:
         for png in write_plots(report, plots_dir):
             click.echo(f"Wrote {png}")
+
+
+def _cross_validation(settings: Settings, docs_dir: Path, qs: list[Any], oods: list[Any], tmp: Path) -> list[Any]:
+    """Index each half of DOCS on its own and cross-validate the gate between them."""
+    import shutil
+
+    from retrieval.calibrate import Half, cross_validate, document_of, halves_by_document
+    from retrieval.eval_suite import load_documents
+
+    docs = load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr)
+    owner = {q.question: document_of(q.needle, docs) for q in qs}
+    halves, rt = [], None
+    for i, paths in enumerate(halves_by_document([d.path for d in docs])):
+        folder = tmp / f"half-{i + 1}"
+        for p in paths:
+            (folder / "docs" / p).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(docs_dir / p, folder / "docs" / p)
+        rt = Runtime(settings.model_copy(update={"docs_dir": folder / "docs", "data_dir": folder / "data"}))
+        click.echo(f"Cross-validation: indexing half {i + 1} ({len(paths)} documents) …", err=True)
+        rt.engine.sync()
+        mine = [q.question for q in qs if owner[q.question] in paths]
+        name = f"half {i + 1} ({len(paths)} docs, {len(mine)} questions)"
+        halves.append(Half(name, rt.engine.searcher(), mine, [o.question for o in oods[i::2]]))
+    click.echo("Cross-validation: probing and scoring both halves …", err=True)
+    return cross_validate(halves, rt.calibration_config()) if rt else []
 
 
 @main.command()
