@@ -195,7 +195,7 @@ def test_the_result_is_cached_and_recomputed_when_the_index_changes(
 ) -> None:
     calls: list[int] = []
 
-    def fake(searcher, cfg, generation=0, generic=None, key=None):  # type: ignore[no-untyped-def]
+    def fake(searcher, cfg, generation=0, generic=None, key=None, **_):  # type: ignore[no-untyped-def]
         calls.append(generation)
         return _fake_calibration(0.5 + 0.01 * len(calls), key or "")
 
@@ -222,7 +222,7 @@ def test_background_calibration_never_blocks_the_gate(
 ) -> None:
     release, entered = threading.Event(), threading.Event()
 
-    def slow(searcher, cfg, generation=0, generic=None, key=None):  # type: ignore[no-untyped-def]
+    def slow(searcher, cfg, generation=0, generic=None, key=None, **_):  # type: ignore[no-untyped-def]
         entered.set()
         assert release.wait(30)
         return _fake_calibration(0.42, key or "")
