@@ -178,9 +178,9 @@ def _slack_lines(rt: Runtime, qs: Sequence[str], tmp: Path) -> list[str]:
     """Signed request in -> first visible sign of work (the placeholder) -> final answer."""
     import json
 
-    from bot.fake_slack import FakeSlack, signed_post
     from bot.http_server import make_server, serve_in_thread
     from bot.slack_app import SlackBot
+    from tests.fake_slack import FakeSlack, signed_post
 
     secret = "bench-secret"
     fake = FakeSlack()

@@ -311,14 +311,22 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     help="Write recall and refusal-sweep PNGs here.",
 )
 @click.option(
+    "--answers", "with_answers", is_flag=True,
+    help="Also ask every question through the model: citations, evidence hits, bluffs, answer time (slow).",
+)  # fmt: skip
+@click.option(
+    "--compare-answers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A previous --json output: paired sign tests of its answers against this run's.",
+)  # fmt: skip
+@click.option(
     "--cv",
     is_flag=True,
     help="Also cross-validate the gate: split by document, choose on one half, report on the other.",
 )
 @click.pass_obj
 @_friendly
-def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, cv: bool) -> None:  # fmt: skip
-    """Measure retrieval and refusals on your own documents, without the model.
+def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, with_answers: bool, compare_answers: Path | None, cv: bool) -> None:  # fmt: skip
+    """Measure retrieval and refusals on your own documents (and, with --answers, the answers).
 
     Each question's NEEDLE is a sentence copied verbatim from the document that
     answers it; a strategy finds it when a returned passage contains the whole
@@ -332,7 +340,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     """
     import tempfile
 
-    from bot.eval_report import format_eval, write_plots
+    from bot.eval_report import format_answers, format_eval, write_plots
     from retrieval.eval_suite import load_documents, run_eval
 
     qs = _read_questions(questions, needs_needle=True)
@@ -357,19 +365,23 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             default_label=f"default: {settings.fusion} fusion + {settings.reranker or 'sentence + section'} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
         )
+        answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
         gate_text = _gate_text(rt, compute=False)  # while the index exists
         folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp)) if cv else []
     click.echo(format_eval(report))
     click.echo("\n" + gate_text)
+    out = report.as_json()
+    out["calibration"] = cal.as_json() if cal else None
     if folds:
         from retrieval.calibrate import format_cv
 
         click.echo("\n" + format_cv(folds))
+        out["cross_validation"] = [f.as_json() for f in folds]
+    if answers is not None:
+        click.echo(format_answers(answers))
+        out["answers"] = answers
     if json_out is not None:
-        data = {**report.as_json(), "calibration": cal.as_json() if cal else None}
-        if folds:
-            data["cross_validation"] = [f.as_json() for f in folds]
-        json_out.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        json_out.write_text(json.dumps(out, indent=2), encoding="utf-8")
         click.echo(f"Wrote {json_out}")
     if plots_dir is not None:
         for png in write_plots(report, plots_dir):
@@ -399,6 +411,21 @@ def _cross_validation(settings: Settings, docs_dir: Path, qs: list[Any], oods: l
         halves.append(Half(name, rt.engine.searcher(), mine, [o.question for o in oods[i::2]]))
     click.echo("Cross-validation: probing and scoring both halves …", err=True)
     return cross_validate(halves, rt.calibration_config()) if rt else []
+
+
+def _eval_answers(rt: Runtime, qs: list[Any], oods: list[Any], compare_to: Path | None) -> dict[str, Any]:
+    """Every question through the real answer service; optionally paired against an earlier run."""
+    from retrieval.answer_eval import compare, rows_from_json, rows_json, run_answers, summarise
+
+    rows = run_answers(rt.answers, qs, oods, progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True))
+    result: dict[str, Any] = {"model": rt.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
+    if compare_to is not None:
+        old = json.loads(compare_to.read_text(encoding="utf-8")).get("answers", {}).get("rows")
+        if not old:
+            raise click.ClickException(f"{compare_to} has no answers: run the earlier eval with --answers --json")
+        before = rows_from_json(old)
+        result["paired"] = [compare(rows, before, m) for m in ("evidence_hit", "cited", "answered")]
+    return result
 
 
 @main.command()
@@ -465,9 +492,9 @@ def model_path(settings: Settings) -> None:
     For running llama.cpp's server on the same model:
     python -m llama_cpp.server --model "$(footnote model-path)"
     """
-    from retrieval.model_files import default_gguf
+    from retrieval.model_files import packaged_gguf
 
-    click.echo(str(settings.llm_gguf or default_gguf(settings.data_dir / "models")))
+    click.echo(str(settings.llm_gguf or packaged_gguf(settings.data_dir / "models", settings.llm)))
 
 
 @main.command()
@@ -491,7 +518,7 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
         raise click.ClickException("Socket Mode needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
     if not use_socket and settings.slack_signing_secret is None:
         raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
-    run(Runtime(settings), socket=use_socket, host=host, port=http_port or 3000)
+    run(Runtime(settings), socket=use_socket, host=host, port=http_port or settings.http_port)
 
 
 if __name__ == "__main__":

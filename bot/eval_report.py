@@ -126,3 +126,28 @@ def write_plots(report: EvalReport, out_dir: Path) -> list[Path]:
         plt.close(fig)
         written.append(sweep_png)
     return written
+
+
+def _share(label: str, s: dict[str, Any]) -> str:
+    lo, hi = s["wilson"]
+    return f"  {label:34} {s['k']:3}/{s['n']:<3} {s['share']:.3f}  [{lo:.3f}, {hi:.3f}]"
+
+
+def format_answers(answers: dict[str, Any]) -> str:
+    """The answer-level figures of ``footnote eval --answers``."""
+    s = answers["summary"]
+    lines = [
+        "",
+        f"Answers ({answers['model']}; {s['questions']} questions, {s['ood']} out-of-domain; 95 % Wilson):",
+        _share("answered", s["answered"]),
+        _share("answered with >= 1 citation", s["cited_of_answered"]),
+        _share("a cited span contains the needle", s["evidence_hit"]),
+        f"  {'needle content words in the answer':34} mean {s['needle_share_mean']:.3f}",
+        _share("out-of-domain answered (bluffs)", s["ood_answered"]),
+        f"  support check: {s['removed']} sentences removed, {s['reattributed']} re-attributed, "
+        f"{s['shown_as_evidence']} answers shown as the evidence itself",
+        f"  answer time (model called): p50 {s['seconds_p50']:.2f} s, p95 {s['seconds_p95']:.2f} s",
+    ]
+    for p in answers.get("paired", []):
+        lines.append(f"  vs earlier run, {p['metric']:13} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
+    return "\n".join(lines)

@@ -39,6 +39,7 @@ def answer_json(a: Answer) -> dict[str, Any]:
                 "from": c.start,
                 "to": c.end,
                 "quote": c.quote,
+                "passage": list(c.passage) if c.passage else None,
                 "url": c.url,
                 "locator": c.locator,
                 "label": c.label,
@@ -50,7 +51,7 @@ def answer_json(a: Answer) -> dict[str, Any]:
         "consulted": [{"n": c.n, "path": c.path, "url": c.url} for c in a.consulted],
         "nearest": a.nearest,
         "gate": round(a.gate, 4),
-        "dropped_citations": a.dropped_citations,
+        "check": a.check.as_json(),
         "timings": {k: round(v, 1) for k, v in a.timings.items()},
     }
 

@@ -12,6 +12,7 @@ from retrieval.chunk import ChunkerConfig
 from retrieval.embed import SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.gate import DEFAULT_THRESHOLD, GateConfig
+from retrieval.links import LinkSigner, load_secret
 from retrieval.llm import LanguageModel, OpenAICompatibleModel, load_model
 from retrieval.rerank import load_reranker
 from retrieval.search import SearchConfig
@@ -25,7 +26,8 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> SentenceTransformerEmbedder:
-        return load_embedder()
+        s = self.settings
+        return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models")
 
     def chunker(self) -> ChunkerConfig:
         s = self.settings
@@ -88,6 +90,10 @@ class Runtime:
             n_ctx=s.llm_context,
             threads=s.llm_threads,
             timeout_s=s.llm_timeout_s,
+            packaged=s.llm,
+            n_batch=s.llm_batch,
+            flash_attn=s.llm_flash_attn,
+            deadline_s=s.answer_deadline_s,
         )
 
     def model_reachable(self) -> bool:
@@ -96,6 +102,13 @@ class Runtime:
         if s.llm_url:
             return OpenAICompatibleModel(s.llm_url).reachable()
         return s.llm_gguf is None or s.llm_gguf.is_file()
+
+    @cached_property
+    def links(self) -> LinkSigner:
+        """Signs the viewer links citations carry, and checks them in /view."""
+        s = self.settings
+        secret = load_secret(s.data_dir, s.link_secret.get_secret_value() if s.link_secret else None)
+        return LinkSigner(secret, s.link_ttl_days * 86400)
 
     @cached_property
     def answers(self) -> AnswerService:
@@ -107,7 +120,9 @@ class Runtime:
             self.gate_config(),
             max_sources=s.max_sources,
             max_tokens=s.llm_max_tokens,
+            max_sentences=s.max_sentences,
             docs_url=s.docs_url,
             docs_dir=s.docs_dir,
             viewer_url=s.public_url,
+            sign_link=self.links.sign if s.public_url else None,  # only viewer links are signed
         )

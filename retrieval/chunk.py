@@ -182,20 +182,33 @@ class _SpanSplitter:
 _SENTENCE_OR_LINE = re.compile(r"[.!?]+[\"')\]]*\s+|\n\s*")
 
 
-def sentences(content: str, min_chars: int = 12) -> list[str]:
-    """A chunk's sentences (and lines, for lists and code), embedded for best-sentence scoring.
+def sentence_spans(content: str, min_chars: int = 12) -> list[tuple[int, int]]:
+    """(start, end) of each sentence (and line, for lists and code) inside ``content``.
 
+    Positions are found by the regex, never summed, so ``content[start:end]`` is the
+    sentence exactly: a citation's evidence range slices the document to its quote.
     Fragments shorter than ``min_chars`` carry no meaning of their own and are dropped;
-    a chunk with none left is represented by its whole content.
+    a chunk with none left is represented by its whole (trimmed) content.
     """
-    out: list[str] = []
+    out: list[tuple[int, int]] = []
     pos = 0
     for m in _SENTENCE_OR_LINE.finditer(content):
-        piece = content[pos : m.end()].strip()
+        span = _trimmed(content, pos, m.end())
         pos = m.end()
-        if len(piece) >= min_chars:
-            out.append(piece)
-    tail = content[pos:].strip()
-    if len(tail) >= min_chars:
+        if span[1] - span[0] >= min_chars:
+            out.append(span)
+    tail = _trimmed(content, pos, len(content))
+    if tail[1] - tail[0] >= min_chars:
         out.append(tail)
-    return out or [content.strip()]
+    return out or [_trimmed(content, 0, len(content))]
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    piece = text[start:end]
+    lead = len(piece) - len(piece.lstrip())
+    return start + lead, start + lead + len(piece.strip())
+
+
+def sentences(content: str, min_chars: int = 12) -> list[str]:
+    """A chunk's sentences, embedded at index time for best-sentence scoring."""
+    return [content[a:b] for a, b in sentence_spans(content, min_chars)]

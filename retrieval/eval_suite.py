@@ -160,10 +160,36 @@ def load_documents(docs_dir: Path, max_bytes: int, ignore: Sequence[str] = (), o
     return docs
 
 
-def memory_snapshot(docs: Sequence[Document], chunker: ChunkerConfig, embedder: Embedder) -> Snapshot:
+class VectorCache:
+    """Embeds each distinct text once across every strategy of one eval run.
+
+    Seeded with the product index's own chunk vectors, so the strategy that matches the
+    product's chunker (E) embeds nothing, and the others only the texts they cut differently.
+    """
+
+    def __init__(self, embedder: Embedder, seed: Snapshot | None = None) -> None:
+        self.embedder = embedder
+        self._vecs: dict[str, np.ndarray] = {}
+        if seed is not None and len(seed.vectors) == len(seed.chunks):
+            self._vecs = {c.text: seed.vectors[i] for i, c in enumerate(seed.chunks)}
+        self.embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vecs))
+        if missing:
+            self._vecs.update(zip(missing, self.embedder.embed(missing), strict=True))
+            self.embedded += len(missing)
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), np.float32)
+        return np.stack([self._vecs[t] for t in texts]).astype(np.float32)
+
+
+def memory_snapshot(
+    docs: Sequence[Document], chunker: ChunkerConfig, embedder: Embedder, cache: VectorCache | None = None
+) -> Snapshot:
     """A dense-only index of ``docs`` in memory, for comparing chunking strategies."""
     chunks = [c for d in docs for c in chunk_document(d, chunker, embedder.count_tokens)]
-    vectors = embedder.embed([c.text for c in chunks])
+    vectors = (cache or VectorCache(embedder)).embed([c.text for c in chunks])
     empty = np.zeros((0, vectors.shape[1] if vectors.ndim == 2 else embedder.dimension), np.float32)
     return Snapshot.build(StoredIndex(chunks, vectors, empty, np.zeros(0, np.int64)), embedder.name)
 
@@ -214,9 +240,10 @@ def run_eval(
     for name, fusion, label in (("bm25", "bm25", "BM25 only"), ("hybrid", "rrf", "hybrid (dense + BM25, RRF k=60)")):
         s = Searcher(base, embedder, SearchConfig(fusion=fusion), None, default.store)
         runs[name] = run_strategy(name, label, s, questions)[0]
+    cache = VectorCache(embedder, base)
     for name, (label, kw) in CHUNKING.items():
         progress(f"strategy {name}: {label}")
-        snap = memory_snapshot(docs, ChunkerConfig(target=target, **kw), embedder)
+        snap = memory_snapshot(docs, ChunkerConfig(target=target, **kw), embedder, cache)
         runs[name] = run_strategy(name, label, Searcher(snap, embedder, SearchConfig(fusion="dense")), questions)[0]
     tests = []
     for a, b, k in COMPARISONS:

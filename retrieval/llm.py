@@ -3,10 +3,18 @@
 In-process llama.cpp by default (greedy, the GGUF's own chat template, threads =
 cores); or any OpenAI-compatible chat server such as llama.cpp's. One llama.cpp
 context serves one completion at a time, so access is serialised with a lock.
+
+Both accept a GBNF grammar that constrains what the model can write (Footnote's
+answer format: every sentence starts with a valid source number). llama.cpp's
+servers accept one too; a server that rejects it is asked again without, and says
+so through ``supports_grammar``, so the answer is marked as unconstrained instead
+of pretending. Every call has one deadline: a slow or dead model gives a clear
+:class:`ModelError` within it, and a 4xx answer is never retried.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -25,14 +33,42 @@ OnToken = Callable[[str], None]
 
 class LanguageModel(Protocol):
     name: str
+    supports_grammar: bool
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str: ...
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: str | None = None,
+        deadline_s: float | None = None,
+    ) -> str: ...
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(grammar: str) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    try:
+        return LlamaGrammar.from_string(grammar, verbose=False)
+    except Exception as exc:  # a bug in our grammar, not the asker's problem: say which
+        raise ModelError(f"internal error: the answer grammar does not parse ({exc})") from exc
 
 
 class LlamaCppModel:
     """A GGUF run in-process by llama-cpp-python."""
 
-    def __init__(self, gguf: Path, n_ctx: int = 4096, threads: int | None = None) -> None:
+    supports_grammar = True
+
+    def __init__(
+        self,
+        gguf: Path,
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        n_batch: int = 512,
+        flash_attn: bool = False,
+        deadline_s: float = 30.0,
+    ) -> None:
         if not gguf.is_file():
             raise ModelError(f"model file not found: {gguf}")
         with gguf.open("rb") as f:
@@ -45,40 +81,62 @@ class LlamaCppModel:
                 model_path=str(gguf),
                 n_ctx=n_ctx,
                 n_threads=threads or os.cpu_count() or 1,
-                n_batch=512,
+                n_batch=n_batch,
+                n_ubatch=n_batch,
+                flash_attn=flash_attn,
                 verbose=False,
             )
         except Exception as exc:
             raise ModelError(f"llama.cpp could not load {gguf.name}: {exc}") from exc
         self.name = gguf.name
+        self.deadline_s = deadline_s
         self._lock = threading.Lock()
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
-        with self._lock:
-            try:
-                stream = self._llm.create_chat_completion(
-                    messages=messages,  # type: ignore[arg-type]
-                    temperature=0.0,
-                    top_k=1,
-                    max_tokens=max_tokens,
-                    stream=True,
-                )
-                parts: list[str] = []
-                for event in stream:
-                    piece = event["choices"][0]["delta"].get("content") or ""  # type: ignore[index]
-                    if piece:
-                        parts.append(piece)
-                        if on_token:
-                            on_token(piece)
-                return "".join(parts)
-            except Exception as exc:
-                raise ModelError(f"the language model failed while answering: {exc}") from exc
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: str | None = None,
+        deadline_s: float | None = None,
+    ) -> str:
+        limit = deadline_s or self.deadline_s
+        end = time.monotonic() + limit
+        if not self._lock.acquire(timeout=limit):
+            raise ModelError(f"the language model is busy and did not start within {limit:.0f} s; try again")
+        try:
+            stream = self._llm.create_chat_completion(
+                messages=messages,  # type: ignore[arg-type]
+                temperature=0.0,
+                top_k=1,
+                max_tokens=max_tokens,
+                stream=True,
+                grammar=_compiled(grammar) if grammar else None,
+            )
+            parts: list[str] = []
+            for event in stream:
+                piece = event["choices"][0]["delta"].get("content") or ""  # type: ignore[index]
+                if piece:
+                    parts.append(piece)
+                    if on_token:
+                        on_token(piece)
+                if time.monotonic() > end:
+                    raise ModelError(f"the language model did not finish within {limit:.0f} s")
+            return "".join(parts)
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise ModelError(f"the language model failed while answering: {exc}") from exc
+        finally:
+            self._lock.release()
 
 
 class OpenAICompatibleModel:
     """A chat-completions server (llama.cpp's ``llama-server`` or ``llama_cpp.server``)."""
 
-    def __init__(self, url: str, timeout_s: float = 120.0, retries: int = 2, model: str = "default") -> None:
+    def __init__(
+        self, url: str, timeout_s: float = 30.0, retries: int = 2, model: str = "default", deadline_s: float = 30.0
+    ) -> None:
         self.url = url.rstrip("/")
         self.name = f"{model}@{self.url}"
         # Accepted forms: the server root, its /v1, or the full chat-completions URL.
@@ -86,27 +144,72 @@ class OpenAICompatibleModel:
         self._model = model
         self.timeout_s = timeout_s
         self.retries = retries
+        self.deadline_s = deadline_s
+        self.supports_grammar = True  # until the server says otherwise
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
-        body = json.dumps(
-            {"model": self._model, "messages": messages, "temperature": 0.0, "top_k": 1, "max_tokens": max_tokens}
-        ).encode()
-        endpoint = self.url if self.url.endswith("/chat/completions") else f"{self._base}/v1/chat/completions"
+    @property
+    def endpoint(self) -> str:
+        return self.url if self.url.endswith("/chat/completions") else f"{self._base}/v1/chat/completions"
+
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: str | None = None,
+        deadline_s: float | None = None,
+    ) -> str:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": messages,
+            "temperature": 0.0,
+            "top_k": 1,
+            "max_tokens": max_tokens,
+        }
+        if grammar and self.supports_grammar:
+            body["grammar"] = grammar
+        end = time.monotonic() + (deadline_s or self.deadline_s)
+        try:
+            data = self._post(body, end)
+        except _Rejected as exc:
+            if "grammar" not in body:
+                raise ModelError(f"the model server at {self.url} refused the request: {exc}") from exc
+            # An OpenAI-compatible server without grammar support: ask again, and say so.
+            self.supports_grammar = False
+            body.pop("grammar")
+            data = self._post(body, end)
+        try:
+            text = str(data["choices"][0]["message"]["content"] or "")
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ModelError(f"the model server at {self.url} sent an answer Footnote cannot read") from exc
+        if on_token:
+            on_token(text)
+        return text
+
+    def _post(self, body: dict[str, Any], end: float) -> Any:
+        """POST with retries on connection errors and 5xx while the deadline allows; 4xx raise at once."""
         last: Exception | None = None
         for attempt in range(self.retries + 1):
-            req = urllib.request.Request(endpoint, data=body, headers={"Content-Type": "application/json"})
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            req = urllib.request.Request(
+                self.endpoint, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            )
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    data: Any = json.loads(resp.read())
-                text = str(data["choices"][0]["message"]["content"] or "")
-                if on_token:
-                    on_token(text)
-                return text
-            except (urllib.error.URLError, TimeoutError, ConnectionError, KeyError, ValueError) as exc:
+                with urllib.request.urlopen(req, timeout=min(self.timeout_s, left)) as resp:
+                    return json.loads(resp.read())
+            except urllib.error.HTTPError as exc:
+                if 400 <= exc.code < 500:
+                    raise _Rejected(f"HTTP {exc.code}: {_error_text(exc)}") from exc
                 last = exc
-                time.sleep(min(4.0, 0.5 * 2**attempt))
+            except (urllib.error.URLError, TimeoutError, ConnectionError, ValueError) as exc:
+                last = exc
+            pause = min(2.0, 0.25 * 2**attempt, max(0.0, end - time.monotonic()))
+            if attempt < self.retries and pause > 0:
+                time.sleep(pause)  # backoff between tries, bounded by the deadline
         raise ModelError(
-            f"the model server at {self.url} is not reachable or did not answer ({last}); "
+            f"the model is not reachable: the server at {self.url} did not answer in time ({last}); "
             "answers resume when it is back"
         )
 
@@ -119,12 +222,31 @@ class OpenAICompatibleModel:
             return False
 
 
-def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) -> LanguageModel:
-    """The configured model: a server URL wins, then a GGUF path, then the packaged default."""
-    if url:
-        return OpenAICompatibleModel(url, timeout_s=float(kw.get("timeout_s", 120.0)))
-    if gguf is None:
-        from retrieval.model_files import default_gguf
+class _Rejected(Exception):
+    """The server answered 4xx: asking again will not help."""
 
-        gguf = default_gguf(models_dir)
-    return LlamaCppModel(gguf, n_ctx=int(kw.get("n_ctx", 4096)), threads=kw.get("threads"))
+
+def _error_text(exc: urllib.error.HTTPError) -> str:
+    try:
+        return exc.read().decode("utf-8", "replace")[:300]
+    except OSError:
+        return str(exc.reason)
+
+
+def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) -> LanguageModel:
+    """The configured model: a server URL wins, then a GGUF path, then a packaged model (``packaged``)."""
+    deadline = float(kw.get("deadline_s", 30.0))
+    if url:
+        return OpenAICompatibleModel(url, timeout_s=float(kw.get("timeout_s", deadline)), deadline_s=deadline)
+    if gguf is None:
+        from retrieval.model_files import packaged_gguf
+
+        gguf = packaged_gguf(models_dir, kw.get("packaged", "qwen-0.5b"))
+    return LlamaCppModel(
+        gguf,
+        n_ctx=int(kw.get("n_ctx", 4096)),
+        threads=kw.get("threads"),
+        n_batch=int(kw.get("n_batch", 512)),
+        flash_attn=bool(kw.get("flash_attn", False)),
+        deadline_s=deadline,
+    )

@@ -93,6 +93,11 @@ class Snapshot:
             np.maximum.at(top, self.section_of, per_chunk)
         return top[self.section_of]
 
+    def sentence_rows(self, i: int) -> np.ndarray:
+        """The stored vectors of chunk ``i``'s sentences, in the order of its sentence spans."""
+        lo, hi = np.searchsorted(self.sentence_owner, [i, i + 1])
+        return self.sentence_vectors[lo:hi]
+
     def best_sentence(self, q: np.ndarray) -> np.ndarray:
         """Per chunk, the cosine of its sentence closest to the query."""
         best = np.full(len(self.chunks), -1.0, dtype=np.float32)
@@ -108,6 +113,7 @@ class SearchResult:
     best_distance: float  # nearest chunk by cosine distance, whatever its rank
     coverage: float
     timings: dict[str, float]
+    query_vector: np.ndarray | None = None  # the embedded query (with its thread context)
 
 
 class Searcher:
@@ -150,7 +156,7 @@ class Searcher:
         timings["embed"] = _lap(t)
         allowed = snap.within(folders)
         if not snap.chunks or (allowed is not None and not allowed.any()):
-            return SearchResult(query, [], 1.0, snap.bm25.coverage(full), timings)
+            return SearchResult(query, [], 1.0, snap.bm25.coverage(full), timings, q)
 
         t = time.perf_counter()
         cos = snap.vectors @ q
@@ -180,7 +186,7 @@ class Searcher:
 
         hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
         best_distance = float(1.0 - cos.max())
-        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings)
+        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q)
 
     def _dense(self, q: np.ndarray, cos: np.ndarray, exact: bool = False) -> list[int]:
         """Dense candidates: Chroma's HNSW when a store is attached, else an exact scan."""

@@ -23,7 +23,7 @@ from retrieval.manifest import DocRecord, from_fields, to_fields, totals
 from retrieval.types import Chunk
 
 CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
-MANIFEST, LOCKS, CLAIMS = "footnote_manifest", "footnote_locks", "footnote_claims"  # shared by every replica
+MANIFEST, LOCKS = "footnote_manifest", "footnote_locks"  # shared by every replica
 
 
 class _RefuseToEmbed:
@@ -197,7 +197,11 @@ class ChromaStore:
         pos = {c.id: k for k, c in enumerate(chunks)}
         sg = self._sentences.get(include=["embeddings", "metadatas"])
         owners = np.asarray([pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []], dtype=np.int64)
-        keep = owners >= 0  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        # Ids are "<chunk id>:s<i>": sentences are kept in their chunk's order, so the
+        # i-th vector of a chunk belongs to its i-th sentence span (the answer's evidence).
+        ordinal = np.asarray([int(i.rsplit(":s", 1)[1]) for i in sg["ids"]], dtype=np.int64)
+        keep = np.flatnonzero(owners >= 0)  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        keep = keep[np.lexsort((ordinal[keep], owners[keep]))]
         return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
 
     def query(self, vector: np.ndarray, n: int, paths: Sequence[str] | None = None) -> tuple[list[str], list[float]]:
@@ -301,7 +305,7 @@ class ChromaLease:
             if float(meta.get("expires", 0)) > now and meta.get("owner") != self.owner:
                 return False
             self._c.delete(ids=["sync"])  # expired (a crashed holder), or ours
-        return _take(self._c, "sync", self.owner, expires=now + self.ttl_s)
+        return take(self._c, "sync", self.owner, expires=now + self.ttl_s)
 
     def release(self) -> None:
         meta = _read(self._c, "sync")
@@ -318,35 +322,13 @@ class ChromaLease:
         return n
 
 
-class ChromaClaims:
-    """First-come claims on keys (Slack event ids) shared by every replica.
-
-    ``claim`` adds the key with this replica as owner (``add`` never overwrites) and
-    reads it back: only the replica whose owner id comes back handles the event.
-    """
-
-    def __init__(self, store: ChromaStore, owner: str, keep_s: float = 86_400.0) -> None:
-        self._c = store.collection(CLAIMS)
-        self.owner = owner
-        self.keep_s = keep_s
-        self._n = 0
-
-    def claim(self, key: str) -> bool:
-        now = time.time()
-        mine = _take(self._c, key, self.owner, at=now)
-        self._n += 1
-        if self._n % 500 == 0:  # Slack retries within minutes; old claims only take space
-            self._c.delete(where={"at": {"$lt": now - self.keep_s}})
-        return mine
-
-
 def _read(collection: Any, key: str) -> dict[str, Any] | None:
     """One record's metadata, or None when there is no such record."""
     got = collection.get(ids=[key], include=["metadatas"])
     return dict((got["metadatas"] or [{}])[0]) if got["ids"] else None
 
 
-def _take(collection: Any, key: str, owner: str, **fields: Any) -> bool:
+def take(collection: Any, key: str, owner: str, **fields: Any) -> bool:
     """Add ``key`` owned by ``owner`` and read it back: ``add`` never overwrites an
     existing id, so only the first writer sees its own owner id (Chroma has no
     compare-and-set)."""

@@ -63,4 +63,5 @@ def real_model(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     """The packaged default GGUF, assembled once and loaded once per test run."""
     from retrieval.llm import load_model
 
-    return load_model(None, None, tmp_path_factory.mktemp("models"), n_ctx=4096)
+    # A generous deadline: the suite may share the CPU; production keeps FOOTNOTE_ANSWER_DEADLINE_S.
+    return load_model(None, None, tmp_path_factory.mktemp("models"), n_ctx=4096, deadline_s=300)

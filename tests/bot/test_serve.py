@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bot.fake_slack import FakeSlack, signed_post
 from bot.http_server import serve_in_thread
 from bot.runtime import Runtime
-from bot.serve import Service
+from bot.serve import Service, run_socket
 from config.settings import load_settings
 from tests.conftest import EXAMPLES
+from tests.fake_slack import FakeSlack, signed_post
 
 SECRET = "serve-secret"
 
@@ -61,11 +63,8 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Service, s
                   "ts": "10.1", "channel": "C1"},
     }  # fmt: skip
     assert signed_post(f"{base}/slack/events", json.dumps(event), "application/json", SECRET)[0] == 200
-    assert svc.bot.drain(30)
-    deadline = time.time() + 10
-    while not slack.of("chat.update") and time.time() < deadline:
-        time.sleep(0.02)
-    assert "couldn" in json.dumps(slack.of("chat.update")[0]["blocks"])  # a refusal, no model involved
+    assert slack.wait_for(lambda s: bool(s.finals()), 30) and svc.bot.drain(30)
+    assert "couldn" in json.dumps(slack.finals()[0]["blocks"])  # a refusal, no model involved
 
     status, metrics = _get(f"{base}/metrics")
     assert status == 200
@@ -74,9 +73,10 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Service, s
     assert "footnote_refusals_total 1.0" in metrics and "footnote_sync_seconds_count 1.0" in metrics
     assert "footnote_answer_seconds_bucket" in metrics
 
-    status, page = _get(f"{base}/view/on-call.md?from=0&to=20")
+    status, page = _get(f"{base}/view/on-call.md?{svc.rt.links.sign('on-call.md', 0, 20)}")
     assert status == 200 and '<mark id="hit">' in page
-    assert _get(f"{base}/view/..%2F..%2Fetc%2Fpasswd")[0] == 404
+    assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
+    assert _get(f"{base}/view/..%2F..%2Fetc%2Fpasswd")[0] == 403
 
 
 def test_health_is_not_ok_when_the_model_server_is_down(tmp_path: Path) -> None:
@@ -92,3 +92,59 @@ def test_health_is_not_ok_when_the_model_server_is_down(tmp_path: Path) -> None:
     finally:
         slack.close()
     assert health["indexed"] == 3 and health["model_reachable"] is False and health["ok"] is False
+
+
+class FakeSocketMode:
+    """Stands in for slack_bolt's SocketModeHandler (no Slack to connect to here)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.token = token
+        self.connected = self.closed = False
+        made.append(self)
+
+    def connect(self) -> None:
+        self.connected = True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+made: list[FakeSocketMode] = []
+
+
+def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path) -> None:
+    slack = FakeSlack()
+    settings = load_settings(
+        data_dir=tmp_path / "data", docs_dir=EXAMPLES, slack_bot_token="xoxb-x", slack_app_token="xapp-x",
+        slack_api_url=slack.url, sync_minutes=0,
+    )  # fmt: skip
+    svc = Service(Runtime(settings))
+    svc.sync()
+    stop, ready = threading.Event(), threading.Event()
+    servers: list[ThreadingHTTPServer] = []
+
+    def started(server: ThreadingHTTPServer) -> None:
+        servers.append(server)
+        ready.set()
+
+    args = (svc, "xapp-x", "127.0.0.1", 0, stop)
+    kw = {"connection": FakeSocketMode, "started": started}
+    t = threading.Thread(target=run_socket, args=args, kwargs=kw, daemon=True)
+    t.start()
+    try:
+        assert ready.wait(30)
+        base = f"http://127.0.0.1:{servers[0].server_address[1]}"
+        status, body = _get(f"{base}/healthz")
+        assert status == 200 and json.loads(body)["indexed"] == 3
+        assert _get(f"{base}/metrics")[0] == 200
+        status, page = _get(f"{base}/view/on-call.md?{svc.rt.links.sign('on-call.md', 0, 20)}")
+        assert status == 200 and '<mark id="hit">' in page
+        assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
+        assert made[-1].connected and made[-1].token == "xapp-x"
+    finally:
+        stop.set()
+        t.join(10)
+        slack.close()
+    assert not t.is_alive() and made[-1].closed
+    with pytest.raises(OSError):  # the HTTP side stopped with it
+        urllib.request.urlopen(f"{base}/healthz", timeout=2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -14,42 +15,50 @@ from typing import Any
 
 import pytest
 
-from bot.fake_slack import FakeSlack, signed_post
 from bot.health import index_health
 from bot.http_server import make_server, serve_in_thread
 from bot.scoping import ChannelScopes
-from bot.slack_app import SlackBot
+from bot.slack_app import SlackBot, SlackOptions
 from retrieval.answer import AnswerService
 from retrieval.engine import Engine
 from retrieval.errors import ModelError
 from retrieval.gate import GateConfig
 from retrieval.llm import LanguageModel, Message, OnToken
 from tests.conftest import EXAMPLES
+from tests.fake_slack import FakeSlack, signed_post
 
 SECRET = "test-signing-secret"
 ANSWERABLE = "How fast must a SEV1 page be acknowledged?"
 
 
 class Scripted:
-    name = "scripted"
+    """A model that answers (or raises) from a script: one outcome per call, the last one repeats."""
 
-    def __init__(self, reply: str = "Within 5 minutes [1].", fail: bool = False) -> None:
-        self.reply = reply
-        self.fail = fail
+    name = "scripted"
+    supports_grammar = False  # free text, like a server without grammar support
+
+    def __init__(
+        self, reply: str = "Within 5 minutes [1].", fail: bool = False, script: list[str | Exception] | None = None
+    ) -> None:
+        self.script: list[str | Exception] = script or [ModelError("the model process crashed") if fail else reply]
         self.prompts: list[str] = []
         self.lock = threading.Lock()
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
+    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None, **_: object) -> str:
         with self.lock:
             self.prompts.append(messages[-1]["content"])
-        if self.fail:
-            raise ModelError("the model process crashed")
-        return self.reply
+            outcome = self.script[min(len(self.prompts), len(self.script)) - 1]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
 
 class Harness:
-    def __init__(self, engine: Engine, model: LanguageModel, data: Path, **bot_kw: Any) -> None:
-        self.slack = FakeSlack()
+    def __init__(
+        self, engine: Engine, model: LanguageModel, data: Path, slack: FakeSlack | None = None, **bot_kw: Any
+    ) -> None:
+        self.slack = slack or FakeSlack()
+        self.owns_slack = slack is None
         svc = AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=EXAMPLES)
         self.bot = SlackBot(
             svc, "xoxb-test", SECRET, data, api_url=self.slack.url, status=lambda: index_health(engine), **bot_kw
@@ -72,7 +81,12 @@ class Harness:
     def event(
         self, event: dict[str, Any], event_id: str | None = None, headers: dict[str, str] | None = None, **kw: Any
     ) -> int:
+        """Deliver ``event``; a person's message is also put where conversations.replies finds it."""
         self._n += 1
+        if event.get("type") in ("app_mention", "message") and event.get("user") and not event.get("bot_id"):
+            self.slack.user_message(
+                event["channel"], event["ts"], event.get("text", ""), event["user"], event.get("thread_ts")
+            )
         body = {
             "token": "x",
             "team_id": "T1",
@@ -85,11 +99,30 @@ class Harness:
         }
         return self.post(json.dumps(body), "application/json", headers, **kw)
 
-    def mention(self, text: str, ts: str, thread_ts: str | None = None, **kw: Any) -> int:
-        ev = {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts, "channel": "C1", "event_ts": ts}
+    def mention(self, text: str, ts: str, thread_ts: str | None = None, channel: str = "C1", **kw: Any) -> int:
+        ev = {
+            "type": "app_mention",
+            "user": "U1",
+            "text": f"<@UBOT> {text}",
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+        }
         if thread_ts:
             ev["thread_ts"] = thread_ts
         return self.event(ev, **kw)
+
+    def follow_up(self, text: str, ts: str, thread_ts: str, channel: str = "C1", user: str = "U1") -> int:
+        ev = {
+            "type": "message",
+            "channel_type": "channel",
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "thread_ts": thread_ts,
+            "channel": channel,
+        }
+        return self.event(ev)
 
     def command(self, text: str) -> int:
         return self.command_exchange(text)[0]
@@ -107,31 +140,46 @@ class Harness:
         return self.exchange(urllib.parse.urlencode(form), "application/x-www-form-urlencoded")
 
     def finals(self, expect: int | None = None) -> list[dict[str, Any]]:
-        """Every final reply; with ``expect``, wait until that many have arrived."""
-        deadline = time.time() + 120
-        while expect is not None and len(self.slack.of("chat.update")) < expect and time.time() < deadline:
-            time.sleep(0.02)
+        """Every final reply (it carries blocks; streaming updates do not); with ``expect``,
+        wait until that many have arrived."""
+        if expect is not None:
+            assert self.slack.wait_for(lambda s: len(s.finals()) >= expect, 120), f"expected {expect} final replies"
         assert self.bot.drain(120)
-        return self.slack.of("chat.update")
+        return self.slack.finals()
+
+    def settle(self) -> None:
+        """Every delivery so far has been handled: a sentinel question, sent last, has its
+        answer (the one worker answers in order, and a wrongly accepted delivery would have
+        been queued before it)."""
+        before = len(self.slack.finals())
+        self._n += 1
+        self.mention("How do I claim travel expenses? (sentinel)", ts=f"999.{self._n}", channel="CSENTINEL")
+        self.finals(expect=before + 1)
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        self.slack.close()
+        self.bot.intake.close(5)
+        if self.owns_slack:
+            self.slack.close()
 
 
 @pytest.fixture
 def harness_factory(examples_engine: Engine, tmp_path: Path) -> Iterator[Any]:
     made: list[Harness] = []
 
-    def make(model: LanguageModel, **bot_kw: Any) -> Harness:
-        h = Harness(examples_engine, model, tmp_path / "data", **bot_kw)
+    def make(model: LanguageModel, data: Path | None = None, **bot_kw: Any) -> Harness:
+        h = Harness(examples_engine, model, data or tmp_path / "data", **bot_kw)
         made.append(h)
         return h
 
     yield make
     for h in made:
         h.close()
+
+
+def _not_sentinel(finals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [f for f in finals if f["channel"] != "CSENTINEL"]
 
 
 def _text_of(update: dict[str, Any]) -> str:
@@ -143,7 +191,7 @@ def test_mention_is_answered_in_its_thread_with_char_links(harness_factory: Any)
     assert h.mention(ANSWERABLE, ts="100.1") == 200
     (final,) = h.finals(expect=1)
     first = h.slack.of("chat.postMessage")[0]
-    assert first["thread_ts"] == "100.1" and "Looking through the docs" in first["text"]
+    assert first["thread_ts"] == "100.1" and "Looking through the docs" in first["text"] and not first.get("blocks")
     assert final["ts"] == first["_ts"]  # the placeholder is updated in place
     body = _text_of(final)
     assert "#char=" in body and "[1]" in body and "Sources" in body
@@ -161,19 +209,33 @@ def test_out_of_domain_question_gets_a_visible_refusal(harness_factory: Any) -> 
 def test_a_retried_delivery_never_produces_a_second_answer(harness_factory: Any) -> None:
     h = harness_factory(Scripted())
     assert h.mention(ANSWERABLE, ts="102.1", event_id="EvSAME") == 200
-    assert (
-        h.mention(
-            ANSWERABLE,
-            ts="102.1",
-            event_id="EvSAME",
-            headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
-        )
-        == 200
-    )
-    h.finals(expect=1)
-    time.sleep(0.5)  # give a wrongly accepted retry time to show up
-    assert len(h.finals()) == 1
-    assert len(h.slack.of("chat.postMessage")) == 1
+    retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+    assert h.mention(ANSWERABLE, ts="102.1", event_id="EvSAME", headers=retry) == 200
+    assert h.mention(ANSWERABLE, ts="102.1", event_id="EvSAME") == 200  # the same id without the header
+    h.settle()
+    assert len(_not_sentinel(h.finals())) == 1
+    assert [p["thread_ts"] for p in h.slack.of("chat.postMessage") if p["channel"] == "C1"] == ["102.1"]
+
+
+def test_an_event_is_answered_when_the_shared_claim_store_fails(harness_factory: Any) -> None:
+    def claim_store_down(key: str) -> bool:
+        raise ConnectionError("chroma is down")
+
+    h = harness_factory(Scripted(), first_delivery=claim_store_down)
+    assert h.mention(ANSWERABLE, ts="105.1", event_id="EvDOWN") == 200
+    (final,) = h.finals(expect=1)
+    assert "[1]" in _text_of(final)
+    # Now it is answered here, so Slack's retry of it is not answered again.
+    assert h.mention(ANSWERABLE, ts="105.1", event_id="EvDOWN", headers={"X-Slack-Retry-Num": "1"}) == 200
+    h.settle()
+    assert len(_not_sentinel(h.finals())) == 1
+
+
+def test_an_event_another_replica_claimed_is_not_answered(harness_factory: Any) -> None:
+    h = harness_factory(Scripted(), first_delivery=lambda key: key != "EvTHEIRS")
+    h.mention(ANSWERABLE, ts="106.1", event_id="EvTHEIRS")
+    h.settle()
+    assert _not_sentinel(h.finals()) == [] and not [p for p in h.slack.of("chat.postMessage") if p["channel"] == "C1"]
 
 
 def test_bad_or_stale_signature_is_rejected(harness_factory: Any) -> None:
@@ -183,22 +245,49 @@ def test_bad_or_stale_signature_is_rejected(harness_factory: Any) -> None:
     assert h.slack.of("chat.postMessage") == []
 
 
-def test_model_failure_is_a_visible_error(harness_factory: Any) -> None:
-    h = harness_factory(Scripted(fail=True))
-    h.mention(ANSWERABLE, ts="104.1")
-    (final,) = h.finals(expect=1)
-    assert "Something went wrong" in final["text"] and "crashed" in final["text"]
+def test_a_failing_model_is_a_visible_error_and_the_next_question_is_answered(harness_factory: Any) -> None:
+    down = ModelError(
+        "the model server at http://llm:8080 is not reachable or did not answer; answers resume when it is back"
+    )
+    h = harness_factory(Scripted(script=[down, RuntimeError("boom"), "Within 5 minutes [1]."]))
+    finals = []
+    for i in range(3):  # one at a time: the script's order is the answering order
+        h.mention(ANSWERABLE, ts=f"104.{i + 1}")
+        finals.append(h.finals(expect=i + 1)[-1])
+    first, second, third = finals
+    assert "Something went wrong" in first["text"] and "not reachable" in first["text"]
+    assert "not reachable" in _text_of(first)  # in the blocks too: that is what Slack shows
+    assert "boom" in second["text"]
+    assert "[1]" in _text_of(third) and "Sources" in _text_of(third)
+    assert h.bot.intake.pending == 0
 
 
-def test_a_burst_of_twenty_questions_gets_twenty_replies(harness_factory: Any) -> None:
+def test_a_burst_of_fifty_questions_gets_fifty_replies(harness_factory: Any) -> None:
     h = harness_factory(Scripted())
-    for i in range(20):
-        assert h.mention(f"{ANSWERABLE} ({i})", ts=f"200.{i}") == 200
-    finals = h.finals(expect=20)
-    assert len(finals) == 20
+    for i in range(50):
+        assert h.mention(f"{ANSWERABLE} ({i})", ts=f"200.{i:02d}") == 200
+    finals = h.finals(expect=50)
+    assert len(finals) == 50
     placeholders = h.slack.of("chat.postMessage")
-    assert sorted(p["thread_ts"] for p in placeholders) == sorted(f"200.{i}" for i in range(20))
+    assert sorted(p["thread_ts"] for p in placeholders) == sorted(f"200.{i:02d}" for i in range(50))
+    assert {f["ts"] for f in finals} == {p["_ts"] for p in placeholders}  # each placeholder got its answer
     assert any("queued behind" in p["text"] for p in placeholders)
+    assert h.bot.intake.pending == 0
+    assert h.bot.journal.unfinished() == []
+
+
+def test_a_failed_placeholder_post_still_gets_an_answer_and_frees_the_queue(harness_factory: Any) -> None:
+    h = harness_factory(Scripted())
+    h.slack.fail("chat.postMessage", "internal_error", times=1)  # the placeholder post fails
+    h.mention(ANSWERABLE, ts="110.1")
+    (final,) = h.finals(expect=1)
+    assert final["thread_ts"] == "110.1" and "[1]" in _text_of(final)  # a new reply instead
+    assert h.bot.intake.pending == 0
+    h.mention(ANSWERABLE, ts="111.1")
+    h.finals(expect=2)
+    placeholder = next(p for p in h.slack.of("chat.postMessage") if p["thread_ts"] == "111.1")
+    assert "queued behind" not in placeholder["text"]  # nothing leaked from the failed post
+    assert h.bot.journal.unfinished() == []
 
 
 def test_slash_command_posts_the_question_and_answers_in_its_thread(harness_factory: Any) -> None:
@@ -227,18 +316,10 @@ def test_direct_message_and_follow_up_in_a_thread_use_context(harness_factory: A
     h.mention(ANSWERABLE, ts="301.1")
     h.finals(expect=2)
     # A follow-up in the answered thread, without a fresh mention.
-    h.event(
-        {
-            "type": "message",
-            "channel_type": "channel",
-            "user": "U1",
-            "text": "and what if I cannot resolve it within 30 minutes?",
-            "ts": "301.5",
-            "thread_ts": "301.1",
-            "channel": "C1",
-        }
-    )
-    # Messages from bots and in unknown threads are ignored.
+    h.follow_up("and what if I cannot resolve it within 30 minutes?", ts="301.5", thread_ts="301.1")
+    assert len(h.finals(expect=3)) == 3
+    assert "Earlier question in this conversation: " + ANSWERABLE in model.prompts[-1]
+    # Messages from bots, outside threads, and in threads Footnote never replied in are ignored.
     h.event(
         {
             "type": "message",
@@ -260,11 +341,69 @@ def test_direct_message_and_follow_up_in_a_thread_use_context(harness_factory: A
             "channel": "C1",
         }
     )
-    assert len(h.finals(expect=3)) == 3
-    time.sleep(0.3)
-    assert len(h.finals()) == 3
-    assert "Earlier question in this conversation: " + ANSWERABLE in model.prompts[-1]
+    h.slack.user_message("C1", "304.1", "a thread between people")
+    h.follow_up("what do you think?", ts="304.2", thread_ts="304.1", user="U2")
+    h.settle()
+    assert len(_not_sentinel(h.finals())) == 3
     assert h.slack.of("chat.postMessage")[0]["thread_ts"] == "300.1"
+
+
+def test_a_follow_up_reaching_a_fresh_process_or_another_replica_has_its_context(
+    harness_factory: Any, tmp_path: Path
+) -> None:
+    slack = FakeSlack()
+    try:
+        first = harness_factory(Scripted(), data=tmp_path / "one", slack=slack)
+        first.mention(ANSWERABLE, ts="320.1")
+        first.finals(expect=1)
+        first.close()  # the process that answered is gone; Slack still has the thread
+        model = Scripted()
+        fresh = harness_factory(model, data=tmp_path / "two", slack=slack)
+        fresh.follow_up("and what if I cannot resolve it within 30 minutes?", ts="320.5", thread_ts="320.1")
+        fresh.finals(expect=2)
+        placeholder = slack.of("chat.postMessage")[-1]
+        assert placeholder["thread_ts"] == "320.1" and slack.finals()[-1]["ts"] == placeholder["_ts"]
+        assert model.prompts and "Earlier question in this conversation: " + ANSWERABLE in model.prompts[-1]
+    finally:
+        slack.close()
+
+
+def test_thread_context_is_read_from_the_last_messages_within_a_budget(harness_factory: Any, tmp_path: Path) -> None:
+    slack = FakeSlack()
+    try:
+        first = harness_factory(Scripted(), data=tmp_path / "one", slack=slack)
+        first.mention(ANSWERABLE, ts="330.100")
+        first.finals(expect=1)
+        for i in range(8):  # earlier follow-ups, each long
+            slack.user_message(
+                "C1",
+                f"330.{101 + i}",
+                f"earlier question {i} " + "about the SEV1 on-call page escalation " * 3,
+                thread_ts="330.100",
+            )
+        wide = Scripted()
+        h = harness_factory(wide, data=tmp_path / "two", slack=slack, options=SlackOptions(thread_messages=5))
+        question = "and what if I cannot resolve it within 30 minutes?"
+        h.follow_up(question, ts="330.200", thread_ts="330.100")
+        h.finals(expect=2)
+        assert _earlier(wide.prompts[-1]) == [3, 4, 5, 6, 7]  # the last five messages, oldest first
+        narrow = Scripted()
+        h = harness_factory(
+            narrow, data=tmp_path / "three", slack=slack, options=SlackOptions(thread_context_chars=300)
+        )
+        h.follow_up("and who is paged second?", ts="330.300", thread_ts="330.100")
+        h.finals(expect=3)
+        prompt = narrow.prompts[-1]
+        assert prompt.rstrip().endswith("QUESTION\nand who is paged second?")  # whole, and last
+        # 300 characters: the question, the follow-up just before it and one more (each ~130).
+        assert "Earlier question in this conversation: " + question in prompt and _earlier(prompt) == [7]
+    finally:
+        slack.close()
+
+
+def _earlier(prompt: str) -> list[int]:
+    """The numbers of the padded earlier questions the prompt carries as context."""
+    return [int(m) for m in re.findall(r"Earlier question in this conversation: earlier question (\d+) ", prompt)]
 
 
 def test_feedback_click_is_stored_and_acknowledged(harness_factory: Any, tmp_path: Path) -> None:
@@ -286,9 +425,7 @@ def test_feedback_click_is_stored_and_acknowledged(harness_factory: Any, tmp_pat
         ],
     }
     assert h.post(urllib.parse.urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded") == 200
-    deadline = time.time() + 5
-    while not h.slack.of("chat.postEphemeral") and time.time() < deadline:
-        time.sleep(0.05)
+    assert h.slack.wait_for(lambda s: bool(s.of("chat.postEphemeral")), 10)
     rec = json.loads((tmp_path / "data" / "feedback.jsonl").read_text().splitlines()[0])
     assert rec["vote"] == "up" and rec["user"] == "U9" and rec["question"] == ANSWERABLE and rec["sources"]
     assert h.slack.of("chat.postEphemeral")[0]["user"] == "U9"
@@ -320,9 +457,7 @@ def test_ask_status_is_an_ephemeral_index_report_read_from_the_index(
 def test_app_home_shows_index_health(harness_factory: Any, examples_engine: Engine) -> None:
     h = harness_factory(Scripted())
     assert h.event({"type": "app_home_opened", "user": "U7", "channel": "D7", "tab": "home", "event_ts": "1.2"}) == 200
-    deadline = time.time() + 10
-    while not h.slack.of("views.publish") and time.time() < deadline:
-        time.sleep(0.02)
+    assert h.slack.wait_for(lambda s: bool(s.of("views.publish")), 10)
     (published,) = h.slack.of("views.publish")
     view = published["view"] if isinstance(published["view"], dict) else json.loads(published["view"])
     assert published["user_id"] == "U7" and view["type"] == "home"
@@ -330,26 +465,75 @@ def test_app_home_shows_index_health(harness_factory: Any, examples_engine: Engi
 
 
 class Streaming(Scripted):
-    """Writes its reply a few characters at a time, like a real model."""
+    """Writes its reply a few characters at a time, like a real model, with a broadcast
+    and a link in it that must never reach Slack."""
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
-        pieces = ["Within ", "5 ", "minutes ", "<!channel> ", "[1]", "."]
-        for p in pieces:
-            time.sleep(0.15)
-            if on_token:
-                on_token(p)
-        return "".join(pieces)
+    PIECES = ("Within ", "5 ", "minutes ", "<!channel> ", "see ", "http://evil.example ", "[1]", ".")
+
+    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None, **_: object) -> str:
+        assert on_token is not None
+        for p in self.PIECES:
+            on_token(p)
+        return "".join(self.PIECES)
 
 
-def test_the_answer_grows_in_place_while_the_model_writes(harness_factory: Any) -> None:
-    h = harness_factory(Streaming(), stream_interval_s=0.2)
-    h.mention(ANSWERABLE, ts="600.1")
-    updates = h.finals(expect=1)
-    partial, final = updates[:-1], updates[-1]
-    assert len(partial) >= 2 and all(u["text"].endswith("…") for u in partial)
-    assert all(u["ts"] == final["ts"] for u in updates)  # one message, updated in place
-    assert "<!channel>" not in json.dumps(updates) and "Within 5 minutes" in final["text"]
-    assert "Sources" in _text_of(final)
+EVERY_TOKEN = SlackOptions(stream_interval_s=0.0)  # no throttle: every piece is shown, no timing involved
+
+
+def test_the_answer_streams_into_slack_while_the_model_writes(harness_factory: Any) -> None:
+    slack = FakeSlack()
+    try:
+        h = harness_factory(Streaming(), slack=slack, options=EVERY_TOKEN)
+        h.mention(ANSWERABLE, ts="600.1")
+        (final,) = h.finals(expect=1)
+        (placeholder,) = slack.of("chat.postMessage")
+        (start,) = slack.of("chat.startStream")
+        assert (
+            start["thread_ts"] == "600.1" and start["recipient_user_id"] == "U1" and start["recipient_team_id"] == "T1"
+        )
+        assert slack.of("chat.appendStream") and slack.of("chat.stopStream")
+        assert [d["ts"] for d in slack.of("chat.delete")] == [placeholder["_ts"]]  # one message in the thread
+        assert final["ts"] == start["_ts"]  # the streamed message becomes the final answer
+        calls = slack.of("chat.startStream") + slack.of("chat.appendStream") + slack.of("chat.stopStream")
+        streamed = "".join(c["text"] for call in calls for c in call.get("chunks") or [])
+        assert streamed.startswith("Within 5 minutes") and "see" in streamed  # whole words, in order
+        assert "<!channel>" not in json.dumps(calls) and "evil.example" not in json.dumps(calls)
+        assert "<!channel>" not in json.dumps(final) and "Within 5 minutes" in final["text"]
+        assert "Sources" in _text_of(final) and "feedback_up" in _text_of(final)  # the buttons are kept
+    finally:
+        slack.close()
+
+
+def test_without_slack_streaming_the_placeholder_grows_in_place(harness_factory: Any) -> None:
+    slack = FakeSlack()
+    slack.fail("chat.startStream", "unknown_method")
+    try:
+        h = harness_factory(Streaming(), slack=slack, options=EVERY_TOKEN)
+        h.mention(ANSWERABLE, ts="610.1")
+        h.finals(expect=1)
+        h.mention(ANSWERABLE, ts="611.1")
+        finals = h.finals(expect=2)
+        updates = slack.of("chat.update")
+        partial = [u for u in updates if not u.get("blocks")]
+        assert len(partial) >= 4 and all(u["text"].endswith("…") for u in partial)
+        placeholders = {p["_ts"] for p in slack.of("chat.postMessage")}
+        assert {u["ts"] for u in updates} == placeholders == {f["ts"] for f in finals}  # updated in place
+        assert "<!channel>" not in json.dumps(updates) and "evil.example" not in json.dumps(updates)
+        assert len(slack.of("chat.startStream!")) == 1  # learned once: the second answer did not try again
+        assert slack.of("chat.delete") == []
+    finally:
+        slack.close()
+
+
+def test_assistant_threads_show_a_working_status(harness_factory: Any) -> None:
+    h = harness_factory(Scripted())
+    dm = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1"}
+    h.slack.user_message("D1", "700.1", "Hi")
+    h.event({**dm, "text": ANSWERABLE, "ts": "700.2", "thread_ts": "700.1"})
+    h.finals(expect=1)
+    statuses = h.slack.of("assistant.threads.setStatus")
+    assert [s["status"] for s in statuses] == ["is looking through the docs…", ""]
+    assert all(s["channel_id"] == "D1" and s["thread_ts"] == "700.1" for s in statuses)
 
 
 def test_rate_limited_calls_are_retried_after_retry_after(harness_factory: Any) -> None:
@@ -371,9 +555,7 @@ def test_channel_scoping_and_excluded_channels(harness_factory: Any) -> None:
     (final,) = h.finals(expect=1)
     assert "couldn't find" in _text_of(final) and "Searched: engineering/" in _text_of(final)
     h.event({"type": "app_mention", "user": "U1", "text": "<@UBOT> hi?", "ts": "801.1", "channel": "CQUIET"})
-    deadline = time.time() + 5
-    while len(h.slack.of("chat.postMessage")) < 2 and time.time() < deadline:
-        time.sleep(0.02)
+    assert h.slack.wait_for(lambda s: any(p["channel"] == "CQUIET" for p in s.of("chat.postMessage")), 10)
     quiet = [p for p in h.slack.of("chat.postMessage") if p["channel"] == "CQUIET"]
     assert len(quiet) == 1 and "not enabled in this channel" in quiet[0]["text"] and quiet[0]["thread_ts"] == "801.1"
     assert model.prompts == []

@@ -1,4 +1,5 @@
-"""The citation viewer: safe paths, the highlighted span, and the page in a real headless browser."""
+"""The citation viewer: signed links only, safe paths, channel scopes, the highlighted span,
+and the page in a real headless browser."""
 
 from __future__ import annotations
 
@@ -8,17 +9,49 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from bot.http_server import make_server, serve_in_thread
 from bot.viewer import render_view, safe_path
+from retrieval.answer import AnswerService
 from retrieval.citations import make_citations
+from retrieval.embed import SentenceTransformerEmbedder
 from retrieval.engine import Engine
+from retrieval.gate import GateConfig
+from retrieval.links import LinkSigner
+from retrieval.llm import Message, OnToken
 from retrieval.sandbox import ExtractionRunner
 from tests.conftest import EXAMPLES, ROOT, make_engine
 
 ARTIFACTS = ROOT / "test-artifacts"
+DAY = 86400.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def signer() -> LinkSigner:
+    return LinkSigner(b"viewer-test-secret-0123456789abc", 30 * DAY, Clock())
+
+
+def _q(query: str) -> dict[str, str]:
+    return dict(parse_qsl(query))
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 @pytest.fixture
@@ -36,16 +69,104 @@ def test_paths_that_leave_the_docs_folder_are_refused(docs: Path) -> None:
         assert safe_path(docs, bad) is None, bad
 
 
-def test_the_cited_span_is_highlighted_and_everything_is_escaped(docs: Path) -> None:
+def test_the_cited_span_is_highlighted_and_everything_is_escaped(docs: Path, signer: LinkSigner) -> None:
     (docs / "x.md").write_text("# X <b>\n\nBefore. The <script>alert(1)</script> part. After.\n")
     text = (docs / "x.md").read_text()
     a = text.index("The <script>")
     b = text.index(" After")
-    status, page = render_view(docs, "x.md", {"from": str(a), "to": str(b)}, ExtractionRunner().extract)
+    query = _q(signer.sign("x.md", a, b))
+    status, page = render_view(docs, "x.md", query, ExtractionRunner().extract, verify=signer.verify)
     assert status == 200
     assert '<mark id="hit">The &lt;script&gt;alert(1)&lt;/script&gt; part.</mark>' in page
     assert "<script>alert" not in page and "X &lt;b&gt;" in page
-    assert render_view(docs, "../secret.md", {}, ExtractionRunner().extract)[0] == 404
+
+
+def test_only_signed_unexpired_links_to_files_inside_the_docs_folder_open(docs: Path) -> None:
+    clock = Clock()
+    signer = LinkSigner(b"viewer-test-secret-0123456789abc", 30 * DAY, clock)
+    run = ExtractionRunner().extract
+
+    def view(path: str, query: dict[str, str]) -> tuple[int, str]:
+        return render_view(docs, path, query, run, verify=signer.verify)
+
+    good = _q(signer.sign("on-call.md", 0, 20))
+    status, page = view("on-call.md", good)
+    assert status == 200 and '<mark id="hit">' in page
+    # Unsigned, with the range alone, or with a signature made by another key.
+    for query in ({}, {"from": "0", "to": "20"}, _q(LinkSigner(b"x" * 32, DAY, clock).sign("on-call.md", 0, 20))):
+        status, page = view("on-call.md", query)
+        assert status == 403 and "<mark" not in page and "on-call" not in page, query
+    assert "no signature" in view("on-call.md", {})[1]
+    # Edited path (also percent-encoded or dotted variants of the same file), edited range.
+    for path in ("time-off.txt", "./on-call.md", "on-call.md%00", "%6Fn-call.md/"):
+        assert view(path, good)[0] == 403, path
+    assert view("%6Fn-call.md", good)[0] == 200  # the same path, merely percent-encoded
+    status, page = view("on-call.md", {**good, "to": "2000"})
+    assert status == 403 and "changed after Footnote made it" in page
+    # A signed link to something outside the folder still does not leave it.
+    for path in ("escape.md", "../secret.md", "missing.md"):
+        assert view(path, _q(signer.sign(path, 0, 5)))[0] == 404, path
+    # Unsigned requests learn nothing, not even which files exist.
+    assert view("../secret.md", {})[0] == view("missing.md", {})[0] == 403
+    clock.t += 31 * DAY
+    status, page = view("on-call.md", good)
+    assert status == 403 and "expired" in page
+
+
+class _CitesFirstSource:
+    """A stand-in model that cites source 1 (the scoping is what is under test, not the model)."""
+
+    name = "cites-first"
+    supports_grammar = True
+
+    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None, **_: object) -> str:
+        return "[1] Here it is."
+
+
+@pytest.fixture
+def scoped_server(
+    embedder: SentenceTransformerEmbedder, tmp_path: Path, signer: LinkSigner
+) -> Iterator[tuple[Engine, str]]:
+    docs = tmp_path / "scoped-docs"
+    for folder, name in (("engineering", "on-call.md"), ("hr", "time-off.txt")):
+        (docs / folder).mkdir(parents=True)
+        shutil.copy(EXAMPLES / name, docs / folder / name)
+    eng = make_engine(embedder, tmp_path / "scoped-data", docs)
+    eng.sync()
+    run = eng.indexer.runner.extract
+    server = make_server(
+        None, "127.0.0.1", 0, lambda: {"ok": True}, lambda p, q: render_view(docs, p, q, run, verify=signer.verify)
+    )  # type: ignore[arg-type]
+    serve_in_thread(server)
+    yield eng, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_link_cited_for_an_hr_channel_cannot_be_edited_into_engineering(
+    scoped_server: tuple[Engine, str], signer: LinkSigner
+) -> None:
+    eng, base = scoped_server
+    svc = AnswerService(
+        eng.searcher, lambda: _CitesFirstSource(), GateConfig(threshold=10.0), docs_dir=eng.cfg.docs_dir,
+        viewer_url=base, sign_link=signer.sign,
+    )  # fmt: skip
+    a = svc.answer("Who is on call for incidents this week?", folders=["hr"])  # an engineering question
+    assert not a.refused and a.citations and a.collection == "hr/"
+    url = urlsplit(a.citations[0].url)
+    assert url.path.startswith("/view/hr/")
+    status, page = _get(a.citations[0].url)
+    assert status == 200 and '<mark id="hit">' in page
+    query = _q(url.query)
+    eng_start = (eng.cfg.docs_dir / "engineering/on-call.md").read_text().index("##")
+    for path, q in (
+        ("/view/engineering/on-call.md", url.query),  # the path edited, signature kept
+        ("/view/hr/../engineering/on-call.md", url.query),
+        ("/view/engineering/on-call.md", f"from={eng_start}&to={eng_start + 50}"),  # no signature at all
+        ("/view/engineering/on-call.md", f"from=0&to=50&exp={query['exp']}&sig={query['sig']}"),
+    ):
+        status, page = _get(f"{base}{path}?{q}")
+        assert status == 403 and "<mark" not in page, (path, q)
 
 
 @pytest.fixture
@@ -62,10 +183,10 @@ def long_engine(embedder, tmp_path: Path) -> Engine:  # type: ignore[no-untyped-
 
 
 @pytest.fixture
-def viewer_server(long_engine: Engine) -> Iterator[str]:
-    docs, runner = long_engine.cfg.docs_dir, long_engine.indexer.runner
+def viewer_server(long_engine: Engine, signer: LinkSigner) -> Iterator[str]:
+    docs, run = long_engine.cfg.docs_dir, long_engine.indexer.runner.extract
     server = make_server(
-        None, "127.0.0.1", 0, lambda: {"ok": True}, lambda p, q: render_view(docs, p, q, runner.extract)
+        None, "127.0.0.1", 0, lambda: {"ok": True}, lambda p, q: render_view(docs, p, q, run, verify=signer.verify)
     )  # type: ignore[arg-type]
     serve_in_thread(server)
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -73,17 +194,19 @@ def viewer_server(long_engine: Engine) -> Iterator[str]:
     server.server_close()
 
 
-def test_a_citation_link_opens_the_viewer_with_the_quote_in_view(long_engine: Engine, viewer_server: str) -> None:
+def test_a_citation_link_opens_the_viewer_with_the_quote_in_view(
+    long_engine: Engine, viewer_server: str, signer: LinkSigner
+) -> None:
     webdriver = pytest.importorskip("selenium.webdriver")
     chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
     assert chromium and driver_bin, "Debian's chromium and chromium-driver must be installed (.ci/run does it)"
     hit = long_engine.searcher().search("How often are badge photos retaken?", k=1).hits[0]
     assert "Badge photos" in hit.chunk.content and hit.chunk.start > 5000
-    (cite,) = make_citations([hit], None, long_engine.cfg.docs_dir, viewer_url=viewer_server)
-    assert cite.url.startswith(f"{viewer_server}/view/") and f"from={hit.chunk.start}&to={hit.chunk.end}" in cite.url
-    with pytest.raises(urllib.error.HTTPError) as denied:
-        urllib.request.urlopen(f"{viewer_server}/view/..%2F..%2Fetc%2Fpasswd", timeout=5)
-    assert denied.value.code == 404
+    (cite,) = make_citations([hit], None, long_engine.cfg.docs_dir, viewer_url=viewer_server, sign_link=signer.sign)
+    assert cite.url.startswith(f"{viewer_server}/view/") and f"from={hit.chunk.start}&to={hit.chunk.end}&" in cite.url
+    assert "&sig=" in cite.url
+    assert _get(cite.url.replace(f"to={hit.chunk.end}", f"to={hit.chunk.end + 1}"))[0] == 403
+    assert _get(f"{viewer_server}/view/..%2F..%2Fetc%2Fpasswd")[0] == 403
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium

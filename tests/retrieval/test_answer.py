@@ -1,89 +1,174 @@
-"""The answer service: gate, prompt, server-side citations; fakes for logic, real models for behaviour."""
+"""The answer service: gate, numbered sentences, grammar, support check, evidence citations.
+
+A scripted model for the logic (what the check keeps, removes, re-attributes), the real
+model for behaviour (it cites, under the grammar, sentences whose ranges slice exactly).
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from retrieval.answer import AnswerService, build_prompt
+from retrieval.answer import DOCS_SAY, AnswerService
 from retrieval.engine import Engine
 from retrieval.errors import ModelError
 from retrieval.gate import GateConfig
 from retrieval.llm import LanguageModel, LlamaCppModel, Message, OnToken
-from tests.conftest import DEV, DEV_DOCS, read_jsonl
+from retrieval.prompt import answer_grammar, build_prompt
+from tests.conftest import EXAMPLES
 
 
 class ScriptedModel:
-    """Returns a fixed reply and records every prompt it was given."""
+    """Returns a fixed reply (written by a function of the prompt if given) and records prompts."""
 
     name = "scripted"
+    supports_grammar = True
 
-    def __init__(self, reply: str) -> None:
+    def __init__(self, reply: str | object) -> None:
         self.reply = reply
         self.calls: list[list[Message]] = []
+        self.grammars: list[str | None] = []
 
-    def complete(self, messages: list[Message], max_tokens: int, on_token: OnToken | None = None) -> str:
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: str | None = None,
+        deadline_s: float | None = None,
+    ) -> str:
         self.calls.append(messages)
-        return self.reply
+        self.grammars.append(grammar)
+        reply = self.reply(messages[-1]["content"]) if callable(self.reply) else str(self.reply)
+        if on_token:
+            on_token(reply)
+        return reply
 
 
 def _service(engine: Engine, model: LanguageModel) -> AnswerService:
-    return AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=DEV_DOCS)
+    return AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=EXAMPLES)
 
 
-def _doc_text(path: str) -> str:
-    return (DEV_DOCS / path).read_text(encoding="utf-8").replace("\r\n", "\n")
+def _doc(path: str) -> str:
+    return (EXAMPLES / path).read_text(encoding="utf-8").replace("\r\n", "\n")
 
 
-ANSWERABLE = "Does the question-answering pipeline generate its answers or extract them from the provided context?"
+def _number_of(prompt: str, fragment: str) -> int:
+    """The number the prompt gave the source sentence containing ``fragment``."""
+    m = re.search(r"^\[(\d+)\] [^\n]*" + re.escape(fragment), prompt, re.MULTILINE)
+    assert m, f"{fragment!r} is not a numbered sentence of the prompt"
+    return int(m.group(1))
 
 
-def test_citations_quote_exact_content_and_bad_output_is_cleaned(dev_engine: Engine) -> None:
-    model = ScriptedModel("It extracts [1] [2]; see https://bad.example <!channel> <@U1> and [9].")
-    a = _service(dev_engine, model).answer(ANSWERABLE)
-    assert not a.refused
-    assert [c.n for c in a.citations] == [1, 2]
-    assert a.dropped_citations == 1
-    for bad in ("http", "<!channel>", "<@U1>", "[9]"):
-        assert bad not in a.text
-    for c in a.citations:
-        assert _doc_text(c.path)[c.start : c.end] == c.quote
-        assert c.locator == f"#char={c.start},{c.end}" and c.url.endswith(c.locator)
-        assert not c.quote.startswith("[")  # the quote is content, never the embedded header
-    # The model saw numbered sources and no links.
+SEV1 = "How fast must a SEV1 page be acknowledged?"
+ACK = "acknowledge the page within 5 minutes"
+
+
+def test_a_supported_sentence_is_kept_with_its_sentence_as_evidence(examples_engine: Engine) -> None:
+    model = ScriptedModel(
+        lambda p: f"[{_number_of(p, ACK)}] The on-call engineer must acknowledge the page within 5 minutes."
+    )
+    a = _service(examples_engine, model).answer(SEV1)
+    assert not a.refused and a.text.endswith("[1].")
+    (c,) = a.citations
+    assert ACK in c.quote and c.quote.startswith("For a SEV1")
+    assert _doc(c.path)[c.start : c.end] == c.quote  # the evidence range slices the document exactly
+    assert c.locator == f"#char={c.start},{c.end}" and c.url.endswith(c.locator)
+    assert c.passage is not None and c.passage[0] <= c.start < c.end <= c.passage[1]
+    assert a.check.kept == 1 and a.check.removed == 0 and a.check.constrained
+    # The model saw numbered sentences and no links, and wrote under the grammar.
     prompt = model.calls[0][-1]["content"]
     assert "[1] " in prompt and "file://" not in prompt and "#char=" not in prompt
+    assert model.grammars[0] is not None
 
 
-def test_out_of_domain_question_is_refused_without_calling_the_model(dev_engine: Engine) -> None:
-    model = ScriptedModel("should never be called")
-    a = _service(dev_engine, model).answer("How do I renew my Spanish passport?")
+def test_an_unsupported_sentence_is_removed(examples_engine: Engine) -> None:
+    model = ScriptedModel(
+        lambda p: (
+            f"[{_number_of(p, ACK)}] The on-call engineer must acknowledge the page within 5 minutes.\n"
+            f"[{_number_of(p, ACK)}] Pagers are issued by the facilities team in Aarhus."
+        )
+    )
+    a = _service(examples_engine, model).answer(SEV1)
+    assert "Aarhus" not in a.text and "5 minutes" in a.text
+    assert a.check.removed == 1 and a.check.removed_claims == ("Pagers are issued by the facilities team in Aarhus.",)
+
+
+def test_a_misnumbered_sentence_is_reattributed_to_the_sentence_that_supports_it(examples_engine: Engine) -> None:
+    wrong = lambda p: _number_of(p, "A SEV1 is a full outage")  # noqa: E731
+    model = ScriptedModel(lambda p: f"[{wrong(p)}] The on-call engineer must acknowledge the page within 5 minutes.")
+    a = _service(examples_engine, model).answer(SEV1)
+    (c,) = a.citations
+    assert ACK in c.quote
+    assert a.check.reattributed == 1 and a.check.kept == 1
+
+
+def test_a_number_missing_from_the_evidence_is_not_supported(examples_engine: Engine) -> None:
+    model = ScriptedModel(
+        lambda p: f"[{_number_of(p, ACK)}] The on-call engineer must acknowledge the page within 15 minutes."
+    )
+    a = _service(examples_engine, model).answer(SEV1)
+    assert "15 minutes" not in a.text
+    assert a.check.removed == 1 and a.check.shown_as_evidence
+    assert a.text.startswith(DOCS_SAY)
+
+
+def test_a_bare_no_is_shown_as_the_evidence_itself(examples_engine: Engine) -> None:
+    model = ScriptedModel(lambda p: f"[{_number_of(p, ACK)}] No.")
+    a = _service(examples_engine, model).answer(SEV1)
+    assert not a.refused and a.check.shown_as_evidence and a.check.too_short == 1
+    (c,) = a.citations
+    assert a.text == f"{DOCS_SAY} «{c.quote}» [1]"
+    assert ACK in c.quote and _doc(c.path)[c.start : c.end] == c.quote
+
+
+def test_the_model_finding_nothing_is_a_refusal_with_sources_consulted(examples_engine: Engine) -> None:
+    a = _service(examples_engine, ScriptedModel("[0]")).answer(SEV1)
+    assert a.refused and a.reason == "the model found no answer in the sources"
+    assert a.consulted and not a.citations
+
+
+def test_links_and_mentions_never_get_through(examples_engine: Engine) -> None:
+    model = ScriptedModel(
+        lambda p: f"[{_number_of(p, ACK)}] Acknowledge the page within 5 minutes <!channel> https://bad.example <@U1>."
+    )
+    a = _service(examples_engine, model).answer(SEV1)
+    for bad in ("http", "<!channel>", "<@U1>", "bad.example"):
+        assert bad not in a.text
+
+
+def test_out_of_domain_question_is_refused_without_calling_the_model(examples_engine: Engine) -> None:
+    model = ScriptedModel("[1] should never be called.")
+    a = _service(examples_engine, model).answer("How do I renew my Spanish passport?")
     assert a.refused and "nothing relevant" in a.reason
     assert a.nearest  # the closest documents are named, not as an answer
     assert model.calls == []
 
 
-def test_quoted_phrase_must_appear_in_every_source(dev_engine: Engine) -> None:
-    model = ScriptedModel("ok [1]")
-    a = _service(dev_engine, model).answer('What does the error "XQ-7781-ZZ" mean when loading a tokenizer?')
-    assert a.refused
-    assert model.calls == []
+def test_quoted_phrase_absent_from_every_source_is_refused_without_the_model(examples_engine: Engine) -> None:
+    model = ScriptedModel("[1] ok.")
+    # A lenient gate, so that the quoted-phrase rule is what decides.
+    svc = AnswerService(examples_engine.searcher, lambda: model, GateConfig(threshold=2.0), docs_dir=EXAMPLES)
+    known = svc.answer('What does error code "LW-5012" mean?')
+    assert not known.refused and len(model.calls) == 1  # the phrase is in a source: answered
+    a = svc.answer('What does error code "LW-9999" mean?')
+    assert a.refused and "verbatim" in a.reason  # refused because of the phrase, not the gate
+    assert len(model.calls) == 1
 
 
-def test_model_saying_not_found_is_a_refusal_with_sources_consulted(dev_engine: Engine) -> None:
-    a = _service(dev_engine, ScriptedModel("The sources do not contain the answer.")).answer(ANSWERABLE)
-    assert a.refused and a.consulted and not a.citations
-
-
-def test_uncited_answer_shows_sources_as_consulted(dev_engine: Engine) -> None:
-    a = _service(dev_engine, ScriptedModel("It extracts the answer.")).answer(ANSWERABLE)
-    assert not a.refused and a.citations == [] and len(a.consulted) == 4
-
-
-def test_prompt_carries_thread_context() -> None:
+def test_prompt_carries_thread_context_and_fixed_instructions_first() -> None:
     msgs = build_prompt("And for SEV2?", [], context=["How fast must a SEV1 be acknowledged?"])
+    assert msgs[0]["role"] == "system" and "[0]" in msgs[0]["content"]
     assert "Earlier question in this conversation: How fast must a SEV1" in msgs[-1]["content"]
+
+
+def test_the_grammar_only_admits_source_numbers() -> None:
+    g = answer_grammar(4)
+    (num,) = [line for line in g.splitlines() if line.startswith("num ::=")]
+    assert sorted(re.findall(r'"(\d+)"', num), key=int) == ["1", "2", "3", "4"]
+    assert g.startswith('root ::= "[0]" | line')
 
 
 def test_missing_or_corrupt_gguf_is_a_clear_error(tmp_path: Path) -> None:
@@ -100,20 +185,35 @@ def test_missing_or_corrupt_gguf_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_real_model_answers_with_only_real_source_numbers(dev_engine: Engine, real_model: LanguageModel) -> None:
-    svc = _service(dev_engine, real_model)
-    questions = [q["question"] for q in read_jsonl(DEV / "questions.jsonl")[:8:2]]
-    answered = 0
-    for q in questions:
-        a = svc.answer(q)
-        if a.refused:
-            continue
-        answered += 1
-        assert a.text
-        n_sources = len(a.citations or a.consulted)
-        assert 1 <= n_sources <= 4
+def test_real_model_cites_sentences_whose_ranges_slice_exactly(
+    examples_engine: Engine, real_model: LanguageModel
+) -> None:
+    svc = _service(examples_engine, real_model)
+    raws: list[str] = []
+    for q in (SEV1, "Within how many days must an expense claim be submitted?"):
+        a = svc.answer(q, on_token=raws.append)
+        assert not a.refused, a.reason
+        assert a.citations and a.check.constrained
+        assert re.search(r"\[1\]", a.text)
         for c in a.citations:
-            assert 1 <= c.n <= 4
-            assert _doc_text(c.path)[c.start : c.end] == c.quote
-        assert "http" not in a.text
-    assert answered >= 2
+            assert _doc(c.path)[c.start : c.end] == c.quote
+            assert c.url.endswith(f"#char={c.start},{c.end}")
+    assert any("5 minutes" in c.quote for c in svc.answer(SEV1).citations)
+    # What streamed to the reader never carried the model's sentence numbers.
+    assert raws and not any(re.search(r"\[\d+\]", r) for r in raws)
+
+
+def test_a_missing_model_package_names_the_extra_that_installs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval import model_files
+
+    missing = model_files.Packaged(
+        "m.gguf", "0" * 64, 10, "no_such_module_{i}", "no-such-part{i}", 2, extra="large-model"
+    )
+    monkeypatch.setitem(model_files.MODELS, "qwen-1.5b", missing)
+    with pytest.raises(
+        ModelError, match=r"no-such-part1 is not installed; run `pip install 'footnote\[large-model\]'`"
+    ):
+        model_files.packaged_gguf(tmp_path, "qwen-1.5b")
+    assert not list(tmp_path.iterdir())  # no half-written model file is left behind

@@ -95,7 +95,7 @@ def test_one_replica_syncs_at_a_time_and_the_others_pick_up_its_changes(
 def test_a_slack_event_is_claimed_by_exactly_one_replica(
     embedder: SentenceTransformerEmbedder, chroma_url: str, docs: Path, tmp_path: Path
 ) -> None:
-    from retrieval.store import ChromaClaims
+    from bot.claims import ChromaClaims
 
     store = make_engine(embedder, tmp_path / "a", docs, chroma_url=chroma_url).store
     one, two = ChromaClaims(store, "replica-1"), ChromaClaims(store, "replica-2")

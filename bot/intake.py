@@ -1,0 +1,224 @@
+"""Question intake: from a parsed question to its answer, in turn, without losing it.
+
+A question is checked against its channel's scope, journaled, given a placeholder
+(with its place in the queue), and answered by the one worker (one model context
+answers one question at a time). Whatever the answer service raises becomes a visible
+error in the placeholder and the next question is answered. The pending counter goes
+back down on every path, a failed placeholder post included (the answer is then a new
+reply). On shutdown the worker stops taking jobs; what it did not finish stays in the
+journal, and :meth:`Intake.recover` answers it at the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from bot.delivery import RESTARTING, Delivery, queue_note
+from bot.feedback import FeedbackStore
+from bot.journal import Journal
+from bot.metrics import Metrics
+from bot.question import Job, Question
+from bot.scoping import ChannelScopes
+from bot.threads import SlackThreads
+from retrieval.answer import Answer, AnswerService
+
+log = logging.getLogger("footnote.slack")
+
+NOT_HERE = "Footnote is not enabled in this channel. Ask in another channel or in a direct message."
+EMPTY = "Ask me a question about the docs."
+
+
+class Intake:
+    def __init__(
+        self,
+        answers: AnswerService,
+        delivery: Delivery,
+        journal: Journal,
+        threads: SlackThreads,
+        feedback: FeedbackStore,
+        scopes: ChannelScopes,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.answers = answers
+        self.delivery = delivery
+        self.journal = journal
+        self.threads = threads
+        self.feedback = feedback
+        self.scopes = scopes
+        self.metrics = metrics
+        self.clock = clock
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._pending = 0
+        self._changed = threading.Condition()
+        self._closing = threading.Event()
+        # A daemon thread, so a model that never returns cannot hold the process at exit.
+        self._worker = threading.Thread(target=self._work, name="footnote-answer", daemon=True)
+        self._worker.start()
+
+    @property
+    def pending(self) -> int:
+        with self._changed:
+            return self._pending
+
+    # -- in --------------------------------------------------------------------------
+
+    def submit(self, q: Question) -> None:
+        """Show work at once (or the queue position), then answer in turn."""
+        scope = self.scopes.for_channel(q.channel, q.is_dm)
+        if scope.excluded:
+            self.delivery.notice(q.channel, q.thread_ts, NOT_HERE)
+            return
+        if not q.text:
+            self.delivery.notice(q.channel, q.thread_ts, EMPTY)
+            return
+        q = replace(q, folders=scope.folders)
+        job = self._record(q)
+        if self._closing.is_set():
+            self._place(job, RESTARTING)  # journaled: the next start answers it
+            return
+        with self._changed:
+            ahead = self._pending
+            self._pending += 1
+        try:
+            self._place(job, queue_note(ahead))
+        finally:
+            self._jobs.put(job)  # even without a placeholder: the answer becomes a new reply
+
+    def recover(self, max_age_s: float) -> tuple[int, int]:
+        """Answer what a previous process left unanswered; apologise for what is too old.
+        Returns (queued, apologised)."""
+        queued = apologised = 0
+        now = self.clock()
+        for job in self.journal.unfinished():
+            if self._already_answered(job):
+                self._done(job)
+            elif now - job.created_at > max_age_s:
+                self.delivery.apology(job)
+                self._done(job)
+                apologised += 1
+            else:
+                with self._changed:
+                    self._pending += 1
+                self._jobs.put(job)
+                queued += 1
+        if queued or apologised:
+            log.info("journal: %d unfinished question(s) queued again, %d too old (apologised)", queued, apologised)
+        return queued, apologised
+
+    def _record(self, q: Question) -> Job:
+        try:
+            return self.journal.record(q, self.clock())
+        except Exception:  # an unwritable journal must not cost the answer
+            log.exception("could not journal a question; answering it anyway")
+            return Job(0, q, None, self.clock())
+
+    def _place(self, job: Job, text: str) -> None:
+        try:
+            ts = self.delivery.placeholder(job.question, text)
+        except Exception:
+            log.exception("posting the placeholder failed; the answer will be a new reply")
+            return
+        self._moved(job, ts)
+
+    def _already_answered(self, job: Job) -> bool:
+        """A final message (it carries blocks) is already in the placeholder: the process
+        stopped between posting it and marking it done."""
+        q = job.question
+        if job.placeholder_ts is None:
+            return False
+        try:
+            msg = self.threads.message(q.channel, q.thread_ts, job.placeholder_ts)
+        except Exception:
+            log.warning("could not read the placeholder back; answering again", exc_info=True)
+            return False
+        return bool(msg and msg.get("blocks"))
+
+    # -- the worker -------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                if not self._closing.is_set():  # when closing, it stays in the journal
+                    self._answer(job)
+            except Exception:
+                log.exception("answering failed outside the answer service")
+            finally:
+                with self._changed:
+                    self._pending -= 1
+                    self._changed.notify_all()
+
+    def _answer(self, job: Job) -> None:
+        q = job.question
+        t0 = time.perf_counter()
+        result: Answer | None = None
+        self.delivery.working(job)
+        stream = self.delivery.stream(job, lambda ts: self._moved(job, ts))
+        try:
+            context = self._context(q)
+            result = self.answers.answer(q.text, context=context, folders=q.folders, on_token=stream.on_token)
+            stream.finish()
+            shown = self.delivery.final(job, result, self.feedback.remember(q, result))
+        except Exception as exc:  # never silent: the cause is logged, the person sees it
+            log.exception("answering %r failed", q.text)
+            result = None
+            stream.finish()
+            shown = self.delivery.error(job, exc)
+        finally:
+            self.delivery.working(job, on=False)
+            if self.metrics is not None:
+                self.metrics.answered("slack", result, time.perf_counter() - t0)
+        if shown:
+            self._done(job)
+
+    def _context(self, q: Question) -> tuple[str, ...]:
+        try:
+            return self.threads.context(q.channel, q.thread_ts, q.ts, q.text)
+        except Exception:  # a follow-up without context still gets an answer
+            log.warning("could not read the thread for context", exc_info=True)
+            return ()
+
+    def _moved(self, job: Job, ts: str) -> None:
+        """The answer's message changed (a native stream replaced the placeholder)."""
+        job.placeholder_ts = ts
+        if job.id:
+            try:
+                self.journal.placed(job, ts)
+            except Exception:
+                log.exception("could not journal the new message")
+
+    def _done(self, job: Job) -> None:
+        if not job.id:
+            return
+        try:
+            self.journal.done(job)
+        except Exception:
+            log.exception("could not mark question %d done", job.id)
+
+    # -- waiting and stopping -------------------------------------------------------------
+
+    def drain(self, timeout: float = 60.0) -> bool:
+        """Wait until every queued question is answered (tests, shutdown)."""
+        end = time.monotonic() + timeout
+        with self._changed:
+            while self._pending:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
+
+    def close(self, grace_s: float) -> bool:
+        """Stop taking work; wait up to ``grace_s`` for the answer being written. What is
+        left stays in the journal. True if nothing was left running."""
+        self._closing.set()
+        self._jobs.put(None)
+        return self.drain(grace_s)

@@ -1,0 +1,135 @@
+"""Threads as Slack keeps them: whether a thread is ours, and what was asked before.
+
+Nothing here is remembered by the process: a follow-up is recognised (and given its
+earlier questions as context) after a restart and on any replica, because both are
+read from ``conversations.replies``. Reads are bounded: the last ``max_messages`` of
+a thread, and a character budget for the retrieval query in which the new question
+always comes first and is never cut (earlier questions are dropped, oldest first).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from slack_sdk import WebClient
+
+log = logging.getLogger("footnote.slack")
+
+MENTION = re.compile(r"<@[A-Z0-9]+>")
+_ASKED = re.compile(r"^<@[A-Z0-9]+> asked: (.*)$", re.DOTALL)  # the post a slash command makes
+_PAGE = 200  # Slack's page size for conversations.replies
+_MAX_PAGES = 10  # a thread longer than this is read from its start only
+
+
+@dataclass(frozen=True)
+class Identity:
+    user_id: str
+    bot_id: str
+    team_id: str
+
+
+class BotIdentity:
+    """Who the bot is, from ``auth.test`` (asked once, when first needed)."""
+
+    def __init__(self, client: WebClient) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        self._me: Identity | None = None
+
+    def get(self) -> Identity:
+        with self._lock:
+            if self._me is None:
+                r = self._client.auth_test()
+                self._me = Identity(
+                    str(r.get("user_id") or ""), str(r.get("bot_id") or ""), str(r.get("team_id") or "")
+                )
+            return self._me
+
+    def wrote(self, message: dict[str, Any]) -> bool:
+        me = self.get()
+        return bool(
+            (me.bot_id and message.get("bot_id") == me.bot_id) or (me.user_id and message.get("user") == me.user_id)
+        )
+
+
+class SlackThreads:
+    def __init__(self, client: WebClient, me: BotIdentity, max_messages: int = 20, budget_chars: int = 800) -> None:
+        self._client = client
+        self._me = me
+        self.max_messages = max_messages
+        self.budget_chars = budget_chars
+
+    def is_ours(self, channel: str, thread_ts: str) -> bool:
+        """Whether the bot replied in this thread (so a follow-up without a mention is for it)."""
+        return any(self._me.wrote(m) for m in self._messages(channel, thread_ts, None))
+
+    def context(self, channel: str, thread_ts: str, before_ts: str, question: str) -> tuple[str, ...]:
+        """Earlier questions in the thread (before ``before_ts``), oldest first, that fit
+        the budget beside ``question``."""
+        if before_ts == thread_ts:
+            return ()  # the question opened the thread
+        asked = [q for m in self._read(channel, thread_ts, before_ts) if (q := self._question_in(m))]
+        return fit(question, asked, self.budget_chars)
+
+    def message(self, channel: str, thread_ts: str, ts: str) -> dict[str, Any] | None:
+        """One message of the thread as Slack has it now (None if it is gone)."""
+        return next((m for m in self._messages(channel, thread_ts, None) if m.get("ts") == ts), None)
+
+    def _question_in(self, m: dict[str, Any]) -> str:
+        text = str(m.get("text") or "")
+        if self._me.wrote(m):
+            got = _ASKED.match(text)
+            return html.unescape(got.group(1)).strip() if got else ""  # our answers are not questions
+        if m.get("bot_id") or m.get("subtype"):
+            return ""
+        return MENTION.sub("", text).strip()
+
+    def _read(self, channel: str, thread_ts: str, before_ts: str | None) -> list[dict[str, Any]]:
+        """The last ``max_messages`` of the thread (before ``before_ts``), oldest first."""
+        return list(deque(self._messages(channel, thread_ts, before_ts), maxlen=self.max_messages))
+
+    def _messages(self, channel: str, thread_ts: str, before_ts: str | None) -> Iterator[dict[str, Any]]:
+        """The thread's messages (before ``before_ts``), oldest first, page by page (bounded)."""
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            r = self._client.conversations_replies(
+                channel=channel, ts=thread_ts, limit=_PAGE, cursor=cursor, latest=before_ts, inclusive=False
+            )
+            for m in r.get("messages") or []:
+                if before_ts is None or _before(m.get("ts"), before_ts):
+                    yield m
+            cursor = (r.get("response_metadata") or {}).get("next_cursor") or None
+            if not r.get("has_more") or not cursor:
+                return
+
+
+def fit(question: str, earlier: list[str], budget: int) -> tuple[str, ...]:
+    """The most recent earlier questions whose total, with the new question, stays within
+    ``budget`` characters; the question itself is never cut, and goes last in the query
+    (the search joins context, then question), so nothing before it pushes it out of the
+    embedder's window."""
+    room = budget - len(question) - 1
+    kept: list[str] = []
+    for q in reversed(earlier):
+        if q == question:
+            continue
+        if len(q) + 1 > room:
+            break  # older questions matter less than the ones just before
+        kept.append(q)
+        room -= len(q) + 1
+    return tuple(reversed(kept))
+
+
+def _before(ts: object, limit: str) -> bool:
+    try:
+        return Decimal(str(ts)) < Decimal(limit)
+    except InvalidOperation:
+        return True

@@ -1,0 +1,93 @@
+"""The answer format: the prompt the model reads, the grammar it writes under, and
+the reader of what it wrote.
+
+The model is shown numbered source sentences and writes one to three lines, each
+starting with the number of the sentence it comes from: ``[3] The answer.`` A GBNF
+grammar makes that the only thing it can write: no line without a number, no number
+that is not a source sentence, and ``[0]`` (nothing else on the line) when the
+sources do not answer. The instructions come first and never change, so llama.cpp
+reuses their cached prefix from the previous question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from retrieval.evidence import SourceSentence, sources_block
+from retrieval.llm import Message
+
+INSTRUCTIONS = (
+    "You answer questions using ONLY the numbered source sentences you are given. "
+    "Write one to three short sentences. Start each sentence with the number of the source sentence "
+    "it is taken from, like: [3] The answer. Copy the source's words where you can. "
+    "If the sources do not answer the question, write only: [0]"
+)
+MAX_CLAIMS = 3
+NOT_FOUND = "[0]"
+
+_CLAIM = re.compile(r"\[(\d+)\]\s*([^\n\[]*)")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One sentence of the model's answer and the sentence number it cited (0 = none)."""
+
+    text: str
+    cite: int
+
+
+def build_prompt(question: str, sentences: Sequence[SourceSentence], context: Sequence[str] = ()) -> list[Message]:
+    """Fixed instructions (a cacheable prefix), then the numbered sentences and the question."""
+    earlier = "".join(f"Earlier question in this conversation: {q}\n" for q in context)
+    user = f"SOURCES\n{sources_block(sentences)}\n\n{earlier}QUESTION\n{question}"
+    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": user}]
+
+
+def answer_grammar(n_sentences: int, max_claims: int = MAX_CLAIMS) -> str:
+    """GBNF: ``[0]`` alone, or 1..max_claims lines ``[n] text`` with n in 1..n_sentences."""
+    numbers = " | ".join(f'"{i}"' for i in range(n_sentences, 0, -1))  # longest first: "12" before "1"
+    more = " ".join(['("\\n" line)?'] * (max_claims - 1))
+    return (
+        f'root ::= "[0]" | line {more}\n'
+        'line ::= "[" num "] " text\n'
+        f"num ::= {numbers}\n"
+        # One sentence per line: a stop ends the line unless a letter or digit follows it
+        # at once (2.5, e.g.), so the model cannot run on into a second, uncited sentence.
+        'text ::= char+ ("." | "!" | "?")\n'
+        "char ::= [^\\n\\[\\].!?] | [.!?] [a-zA-Z0-9]\n"
+    )
+
+
+def parse_claims(raw: str) -> list[Claim]:
+    """``[n] sentence`` lines (the constrained format), or a free-text reply from a server
+    that ignored the grammar (``sentence [n].``: each sentence takes the first number it
+    carries; 0 when none)."""
+    text = raw.strip()
+    if text.startswith("["):
+        claims = [Claim(" ".join(m.group(2).split()), int(m.group(1))) for m in _CLAIM.finditer(text)]
+        if claims:
+            return [c for c in claims if c.text or c.cite == 0]
+    return [_free_claim(s) for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", text) if s.strip()]
+
+
+def says_nothing_found(claims: Sequence[Claim]) -> bool:
+    return not claims or all(c.cite == 0 and not c.text for c in claims)
+
+
+def _free_claim(sentence: str) -> Claim:
+    m = re.search(r"\[(\d+)\]", sentence)
+    text = " ".join(re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", "", sentence).split()).rstrip(" ,;")
+    text = re.sub(r"\s+([.,;:!?])", r"\1", text)  # "It extracts [2]." leaves "It extracts ."
+    return Claim(text, int(m.group(1)) if m else 0)
+
+
+def visible_partial(raw: str) -> str:
+    """What a reader may see while the model writes: its sentences without the numbers
+    (they are sentence numbers, not the citation numbers of the final reply)."""
+    cut = raw.rfind("[")
+    if cut != -1 and "]" not in raw[cut:]:
+        raw = raw[:cut]  # a number still being written
+    text = re.sub(r"\[\d*\]\s*", "", raw)
+    return " ".join(text.split())

@@ -1,0 +1,192 @@
+"""A real ``footnote serve --http`` process killed while it answers: the question survives.
+
+The process talks to a fake Slack Web API and to a fake OpenAI-compatible model server,
+both in this test, so the test decides when the model answers: it holds the answer,
+kills the process (kill -9, then SIGTERM), starts it again, and lets the model answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES, ROOT
+from tests.fake_slack import FakeSlack, signed_post
+from tests.servers import free_port, wait_http
+
+SECRET = "restart-secret"
+QUESTION = "How fast must a SEV1 page be acknowledged?"
+GRACE_S = 1.0
+
+
+class HeldModel:
+    """An OpenAI-compatible chat server whose answers wait until the test releases them."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.released = threading.Event()
+        self.changed = threading.Condition()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:
+                self._send({"data": [{"id": "held"}]})
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with outer.changed:
+                    outer.requests += 1
+                    outer.changed.notify_all()
+                outer.released.wait(120)
+                self._send({"choices": [{"message": {"content": "Within 5 minutes [1]."}}]})
+
+            def _send(self, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the process that asked was killed meanwhile
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_requests(self, n: int, timeout: float = 60.0) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.requests >= n, timeout)
+
+    def close(self) -> None:
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Serve:
+    """``footnote serve --http PORT`` as its own process, from this worktree."""
+
+    def __init__(self, env: dict[str, str], port: int, log: Path) -> None:
+        self.env, self.port, self.log = env, port, log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Serve:
+        out = self.log.open("ab")
+        args = [sys.executable, "-m", "bot.cli", "serve", "--http", str(self.port), "--host", "127.0.0.1"]
+        self.proc = subprocess.Popen(args, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        wait_http(f"http://127.0.0.1:{self.port}/healthz", self.proc, timeout=180)
+        return self
+
+    def event(self, slack: FakeSlack, event_id: str, ts: str) -> int:
+        slack.user_message("C1", ts, f"<@UBOT> {QUESTION}")  # Slack keeps what the person wrote
+        body = {
+            "type": "event_callback", "event_id": event_id, "team_id": "T1", "api_app_id": "A1",
+            "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {QUESTION}", "ts": ts, "channel": "C1"},
+        }  # fmt: skip
+        return signed_post(f"http://127.0.0.1:{self.port}/slack/events", json.dumps(body), "application/json", SECRET)[
+            0
+        ]
+
+    def kill(self, sig: int) -> float:
+        """Send ``sig``; seconds until the process is gone."""
+        assert self.proc is not None
+        t0 = time.monotonic()
+        self.proc.send_signal(sig)
+        self.proc.wait(60)
+        return time.monotonic() - t0
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[FakeSlack, HeldModel, Any]]:
+    docs = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, docs)
+    slack, model = FakeSlack(), HeldModel()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FOOTNOTE_DATA_DIR": str(tmp_path / "data"),
+        "FOOTNOTE_DOCS_DIR": str(docs),
+        "FOOTNOTE_SYNC_MINUTES": "0",
+        "FOOTNOTE_LLM_URL": model.url,
+        "FOOTNOTE_SLACK_API_URL": slack.url,
+        "FOOTNOTE_SHUTDOWN_GRACE_S": str(GRACE_S),
+        "SLACK_BOT_TOKEN": "xoxb-restart",
+        "SLACK_SIGNING_SECRET": SECRET,
+    }
+    env.pop("SLACK_APP_TOKEN", None)
+    started: list[Serve] = []
+
+    def serve() -> Serve:
+        s = Serve(env, free_port(), tmp_path / "serve.log").start()
+        started.append(s)
+        return s
+
+    yield slack, model, serve
+    for s in started:
+        if s.proc is not None and s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait(10)
+    model.close()
+    slack.close()
+
+
+def _placeholders(slack: FakeSlack, thread: str) -> list[dict[str, Any]]:
+    return [p for p in slack.of("chat.postMessage") if p.get("thread_ts") == thread and not p.get("blocks")]
+
+
+def _finals_in(slack: FakeSlack, ts: str) -> list[dict[str, Any]]:
+    return [f for f in slack.finals() if f.get("ts") == ts]
+
+
+@pytest.mark.slow
+def test_a_question_survives_kill_9_and_sigterm_and_is_answered_once(world: Any) -> None:
+    slack, model, serve = world
+
+    first = serve()
+    assert first.event(slack, "EvKILL", "900.1") == 200
+    assert model.wait_requests(1)  # the model is writing the answer...
+    first.kill(signal.SIGKILL)  # ...when the process dies
+    (stuck,) = _placeholders(slack, "900.1")
+    assert slack.finals() == []  # the placeholder still says "Looking through the docs…"
+
+    model.released.set()
+    second = serve()  # the journal gives the stuck placeholder its answer
+    assert slack.wait_for(lambda s: bool(_finals_in(s, stuck["_ts"])), 120)
+    assert "[1]" in json.dumps(_finals_in(slack, stuck["_ts"])[0]["blocks"])
+
+    model.released.clear()
+    n = model.requests
+    assert second.event(slack, "EvTERM", "901.1") == 200
+    assert model.wait_requests(n + 1)
+    took = second.kill(signal.SIGTERM)  # stops taking work, waits GRACE_S for the answer, exits
+    assert second.proc is not None and second.proc.returncode == 0
+    assert took < GRACE_S + 15  # bounded (the +15 is interpreter teardown on a loaded machine)
+    (waiting,) = _placeholders(slack, "901.1")
+    assert _finals_in(slack, waiting["_ts"]) == []
+
+    model.released.set()
+    third = serve()
+    assert slack.wait_for(lambda s: bool(_finals_in(s, waiting["_ts"])), 120)
+    third.kill(signal.SIGTERM)
+    # Each question got one placeholder and one final answer in it: nothing answered twice.
+    assert len(_placeholders(slack, "900.1")) == 1 and len(_placeholders(slack, "901.1")) == 1
+    assert len(_finals_in(slack, stuck["_ts"])) == 1 and len(_finals_in(slack, waiting["_ts"])) == 1
+    assert len(slack.finals()) == 2

@@ -1,0 +1,53 @@
+"""The retrieval context a follow-up gets: bounded, the new question never cut."""
+
+from __future__ import annotations
+
+from slack_sdk import WebClient
+
+from bot.threads import BotIdentity, SlackThreads, fit
+from tests.fake_slack import FakeSlack
+
+
+def test_the_question_is_kept_whole_and_the_most_recent_earlier_questions_fill_the_budget() -> None:
+    question = "and what if it is not resolved within 30 minutes?"
+    earlier = ["a" * 40, "b" * 40, "c" * 40]
+    assert fit(question, earlier, budget=len(question) + 1 + 82) == ("b" * 40, "c" * 40)
+    assert fit(question, earlier, budget=len(question) + 1 + 81) == ("c" * 40,)
+    assert fit(question, earlier, budget=1000) == tuple(earlier)
+
+
+def test_a_question_longer_than_the_budget_gets_no_context_and_is_not_cut() -> None:
+    question = "x" * 900
+    assert fit(question, ["earlier"], budget=800) == ()
+
+
+def test_an_older_question_does_not_jump_over_a_newer_one_that_does_not_fit() -> None:
+    # Context is the recent conversation: a short old question alone would mislead.
+    assert fit("q?", ["old short", "n" * 500], budget=100) == ()
+
+
+def test_the_question_itself_is_not_repeated_as_context() -> None:
+    assert fit("How fast?", ["How fast?", "Who is paged?"], budget=800) == ("Who is paged?",)
+
+
+def test_a_long_thread_is_read_page_by_page_from_slack() -> None:
+    slack = FakeSlack()
+    try:
+        client = WebClient(token="xoxb-x", base_url=slack.url)
+        me = BotIdentity(client)
+        root = "1600000000.000000"  # before the fake's own ts (1700000000.x): the reply comes early
+        slack.user_message("C1", root, "<@UBOT> first question")
+        client.chat_postMessage(channel="C1", thread_ts=root, text="the answer")
+        for i in range(1, 450):  # more than two pages of people talking after it
+            slack.user_message("C1", f"1800000000.{i:06d}", f"message {i}", thread_ts=root)
+        threads = SlackThreads(client, me, max_messages=3, budget_chars=800)
+        assert threads.is_ours("C1", root)
+        last = threads.context("C1", root, "1800000000.000449", "now?")
+        assert last == ("message 446", "message 447", "message 448")
+        slack.user_message("C2", "5.1", "people only")
+        slack.user_message("C2", "5.2", "still people", thread_ts="5.1")
+        assert not threads.is_ours("C2", "5.1")
+        pages = [p for p in slack.of("conversations.replies") if p["channel"] == "C1"]
+        assert len(pages) == 1 + 3  # ours: the first page shows the reply; context: all three pages
+    finally:
+        slack.close()

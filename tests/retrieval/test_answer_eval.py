@@ -1,0 +1,60 @@
+"""Answer-level metrics: hand-made answers in, the figures a person would count out."""
+
+from __future__ import annotations
+
+from retrieval.answer import Answer, AnswerCheck
+from retrieval.answer_eval import compare, needle_share, rows_from_json, rows_json, score, summarise
+from retrieval.citations import Citation
+
+NEEDLE = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes."
+
+
+def _cite(quote: str) -> Citation:
+    return Citation(1, "on-call.md", "On-call", "Severity", 0, len(quote), quote, "u", "#char=0,1", "Severity", 0.2)
+
+
+def _answer(text: str, quotes: list[str], refused: bool = False, **check: object) -> Answer:
+    return Answer("q", refused, "answered", text, [_cite(q) for q in quotes], check=AnswerCheck(**check))  # type: ignore[arg-type]
+
+
+def test_needle_share_counts_content_words() -> None:
+    # needle: sev1 call engineer must acknowledge page within minute(s); the answer has 4 of the 8
+    assert needle_share(NEEDLE, "Acknowledge the page within 5 minutes [1].") == 4 / 8
+    assert needle_share(NEEDLE, NEEDLE) == 1.0
+    assert needle_share(NEEDLE, "") == 0.0
+
+
+def test_an_evidence_hit_needs_the_whole_needle_in_a_cited_span() -> None:
+    whole = score("q1", "course", "q", NEEDLE, _answer("x [1].", [" ".join(NEEDLE.split()) + " And more."]), 1.0, False)
+    half = score("q1", "course", "q", NEEDLE, _answer("x [1].", [NEEDLE[:40]]), 1.0, False)
+    refused = score("q1", "course", "q", NEEDLE, _answer("", [NEEDLE], refused=True), 1.0, False)
+    assert whole.evidence_hit and whole.cited
+    assert not half.evidence_hit
+    assert not refused.evidence_hit and not refused.cited and refused.needle_share == 0.0
+
+
+def test_summary_counts_answers_bluffs_and_check_actions() -> None:
+    rows = [
+        score("a", "", "q", NEEDLE, _answer("It is 5 minutes [1].", [NEEDLE], removed=1), 2.0, False),
+        score("b", "", "q", NEEDLE, _answer("", [], refused=True), 0.1, False),
+        score("o", "", "q", "", _answer("Bluff [1].", ["x"], reattributed=1), 3.0, True),
+    ]
+    s = summarise(rows)
+    assert s["answered"]["k"] == 1 and s["answered"]["n"] == 2
+    assert s["evidence_hit"]["k"] == 1 and s["cited_of_answered"]["share"] == 1.0
+    assert s["ood_answered"]["k"] == 1 and s["removed"] == 1 and s["reattributed"] == 1
+    lo, hi = s["evidence_hit"]["wilson"]
+    assert 0.0 < lo < 0.5 < hi < 1.0
+
+
+def test_paired_comparison_and_json_round_trip() -> None:
+    hit = score("a", "", "q", NEEDLE, _answer("x [1].", [NEEDLE]), 1.0, False)
+    miss = score("a", "", "q", NEEDLE, _answer("x [1].", ["other"]), 1.0, False)
+    assert compare([hit], [miss], "evidence_hit") == {
+        "metric": "evidence_hit",
+        "pairs": 1,
+        "wins": 1,
+        "losses": 0,
+        "p": 1.0,
+    }
+    assert rows_from_json(rows_json([hit, miss])) == [hit, miss]
