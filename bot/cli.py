@@ -144,9 +144,10 @@ def _print_totals(recs: Mapping[str, DocRecord]) -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--calibrate", is_flag=True, help="Self-calibrate the gate now if this index has no calibration yet.")
 @click.pass_obj
 @_friendly
-def status(settings: Settings, as_json: bool) -> None:
+def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     """Every document in the index with its state, reason, chunk count and stamps.
 
     Counts are read from the index, not from what the last sync said it did.
@@ -156,7 +157,8 @@ def status(settings: Settings, as_json: bool) -> None:
     """
     from retrieval.embed import describe_cached_choice
 
-    engine = Runtime(settings).engine
+    rt = Runtime(settings)
+    engine = rt.engine
     if not engine.manifest.all():
         click.echo(f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first.")
         return
@@ -164,7 +166,12 @@ def status(settings: Settings, as_json: bool) -> None:
     docs = [r.as_json() for r in recs.values()]
     skipped = engine.indexer.skipped()
     if as_json:
-        out = {"documents": docs, "totals": totals(recs.values()), "skipped": skipped}
+        out = {
+            "documents": docs,
+            "totals": totals(recs.values()),
+            "skipped": skipped,
+            "gate": _gate_json(rt, calibrate),
+        }
         runtime = describe_cached_choice(settings.data_dir / "models")
         click.echo(
             json.dumps({**out, "docs_folder": engine.manifest.docs_folder(), "embedding_runtime": runtime}, indent=2)
@@ -182,6 +189,41 @@ def status(settings: Settings, as_json: bool) -> None:
         click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")
     _print_totals(recs)
     click.echo(f"Embedding runtime: {describe_cached_choice(settings.data_dir / 'models')}")
+    click.echo(_gate_text(rt, calibrate))
+
+
+def _calibration(rt: Runtime, compute: bool) -> Any:
+    """The calibration of the current index (computed now if asked and missing), or None."""
+    if rt.settings.gate_threshold is not None:
+        return None
+    cal = rt.calibrator.current()
+    if cal is None and compute:
+        click.echo("Calibrating the gate on this index …", err=True)
+        cal = rt.calibrator.ensure()
+    return cal
+
+
+def _gate_text(rt: Runtime, compute: bool) -> str:
+    from retrieval.calibrate import format_calibration
+
+    s = rt.settings
+    if s.gate_threshold is not None:
+        return f"Gate: fixed threshold {s.gate_threshold:.3f} (FOOTNOTE_GATE_THRESHOLD); self-calibration is off."
+    cal = _calibration(rt, compute)
+    if cal is not None:
+        return format_calibration(cal)
+    last = rt.calibrator.latest()
+    using = f"{last.threshold:.3f} from an earlier index" if last else "0.70 (the uncalibrated default)"
+    return f"Gate: not calibrated for this index yet (`footnote serve` does it after a sync, or `footnote status --calibrate`); using {using}."
+
+
+def _gate_json(rt: Runtime, compute: bool) -> dict[str, Any]:
+    cal = _calibration(rt, compute)
+    return {
+        "threshold": rt.gate_config().current().threshold,
+        "explicit": rt.settings.gate_threshold is not None,
+        "calibration": {k: v for k, v in cal.as_json().items() if k != "signals"} if cal else None,
+    }
 
 
 @main.command()
@@ -359,16 +401,22 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     "--compare-answers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A previous --json output: paired sign tests of its answers against this run's.",
 )  # fmt: skip
+@click.option(
+    "--cv",
+    is_flag=True,
+    help="Also cross-validate the gate: split by document, choose on one half, report on the other.",
+)
 @click.pass_obj
 @_friendly
-def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, with_answers: bool, compare_answers: Path | None) -> None:  # fmt: skip
+def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, with_answers: bool, compare_answers: Path | None, cv: bool) -> None:  # fmt: skip
     """Measure retrieval and refusals on your own documents (and, with --answers, the answers).
 
     Each question's NEEDLE is a sentence copied verbatim from the document that
     answers it; a strategy finds it when a returned passage contains the whole
     sentence. Prints recall@1/4/8/20, MRR@20, answers destroyed by chunking, 95 %
     Wilson intervals, paired sign tests between strategies (the seed's A-F, BM25,
-    hybrid, default), and, with --ood, the refusal sweep over the gate threshold.
+    hybrid, default), and, with --ood, the refusal sweep over the gate threshold,
+    marking the threshold self-calibrated on DOCS (or FOOTNOTE_GATE_THRESHOLD).
 
     Always indexes DOCS into a temporary directory: the live index is never
     touched, even when DOCS is the configured docs folder.
@@ -389,6 +437,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
         rt = Runtime(settings)
         click.echo(f"Indexing {docs_dir} …", err=True)
         rt.engine.sync(progress=sys.stderr.isatty())
+        cal = _calibration(rt, compute=True)
         report = run_eval(
             rt.engine.searcher(),
             load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr),
@@ -396,14 +445,23 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             oods,
             rt.embedder,
             target=settings.chunk_size,
-            gate=rt.gate_config(),
+            gate=rt.gate_config().current(),
             max_sources=settings.max_sources,
             default_label=f"default: {settings.fusion} fusion + {_reranker_label(settings)} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
         )
         answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
+        gate_text = _gate_text(rt, compute=False)  # while the index exists
+        folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp)) if cv else []
     click.echo(format_eval(report))
+    click.echo("\n" + gate_text)
     out = report.as_json()
+    out["calibration"] = cal.as_json() if cal else None
+    if folds:
+        from retrieval.calibrate import format_cv
+
+        click.echo("\n" + format_cv(folds))
+        out["cross_validation"] = [f.as_json() for f in folds]
     if answers is not None:
         click.echo(format_answers(answers))
         out["answers"] = answers
@@ -413,6 +471,31 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     if plots_dir is not None:
         for png in write_plots(report, plots_dir):
             click.echo(f"Wrote {png}")
+
+
+def _cross_validation(settings: Settings, docs_dir: Path, qs: list[Any], oods: list[Any], tmp: Path) -> list[Any]:
+    """Index each half of DOCS on its own and cross-validate the gate between them."""
+    import shutil
+
+    from retrieval.calibrate import Half, cross_validate, document_of, halves_by_document
+    from retrieval.eval_suite import load_documents
+
+    docs = load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr)
+    owner = {q.question: document_of(q.needle, docs) for q in qs}
+    halves, rt = [], None
+    for i, paths in enumerate(halves_by_document([d.path for d in docs])):
+        folder = tmp / f"half-{i + 1}"
+        for p in paths:
+            (folder / "docs" / p).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(docs_dir / p, folder / "docs" / p)
+        rt = Runtime(settings.model_copy(update={"docs_dir": folder / "docs", "data_dir": folder / "data"}))
+        click.echo(f"Cross-validation: indexing half {i + 1} ({len(paths)} documents) …", err=True)
+        rt.engine.sync()
+        mine = [q.question for q in qs if owner[q.question] in paths]
+        name = f"half {i + 1} ({len(paths)} docs, {len(mine)} questions)"
+        halves.append(Half(name, rt.engine.searcher(), mine, [o.question for o in oods[i::2]]))
+    click.echo("Cross-validation: probing and scoring both halves …", err=True)
+    return cross_validate(halves, rt.calibration_config()) if rt else []
 
 
 def _eval_answers(rt: Runtime, qs: list[Any], oods: list[Any], compare_to: Path | None) -> dict[str, Any]:

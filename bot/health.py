@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from retrieval.calibrate import Calibration
 from retrieval.engine import Engine
 from retrieval.manifest import FAILED, INDEXED, STALE, WRITING, totals
 
@@ -24,6 +25,7 @@ class Health:
     last_sync_error: str | None = None
     next_sync: datetime | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    calibration: Calibration | None = None  # the gate's self-calibration, when it is on
 
     @property
     def ok(self) -> bool:
@@ -44,11 +46,12 @@ class Health:
             "last_sync_seconds": self.last_sync_seconds,
             "last_sync_error": self.last_sync_error,
             "next_sync": self.next_sync.isoformat() if self.next_sync else None,
+            "gate": self.calibration.summary() if self.calibration else None,
             **self.extra,
         }
 
 
-def index_health(engine: Engine, next_sync: datetime | None = None) -> Health:
+def index_health(engine: Engine, next_sync: datetime | None = None, calibration: Calibration | None = None) -> Health:
     recs = list(engine.manifest.all().values())
     last = engine.last_sync
     return Health(
@@ -60,4 +63,5 @@ def index_health(engine: Engine, next_sync: datetime | None = None) -> Health:
         last_sync_seconds=last.seconds if last else None,
         last_sync_error=last.error if last else None,
         next_sync=next_sync,
+        calibration=calibration,
     )

@@ -163,6 +163,8 @@ def status_text(h: Health) -> str:
         lines.append(f"Last sync failed: {escape(h.last_sync_error)[:300]}")
     if h.next_sync is not None:
         lines.append(f"Next sync: {h.next_sync.strftime('%Y-%m-%d %H:%M %Z').strip()}")
+    if h.calibration is not None:
+        lines.append(f"Gate: {h.calibration.summary()}")
     for title, items in (("Failed", h.failed), ("Stale (rebuilt by the next sync)", h.stale)):
         if items:
             lines.append(f"*{title}:*")

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from config.settings import Settings
 from retrieval.answer import AnswerService
+from retrieval.calibrate import Calibration, CalibrationCache, CalibrationConfig, Calibrator
 from retrieval.chunk import ChunkerConfig
 from retrieval.embed import Embedder, SentenceTransformerEmbedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
-from retrieval.gate import GateConfig
+from retrieval.gate import DEFAULT_THRESHOLD, GateConfig
 from retrieval.lease import ChromaLease, FileLease, Lease
 from retrieval.links import LinkSigner, load_secret
 from retrieval.llm import LanguageModel, OpenAICompatibleModel, load_model
@@ -88,7 +89,31 @@ class Runtime:
         return SearchConfig(fusion=s.fusion, weight_bm25=s.weight_bm25, candidates=s.candidates)
 
     def gate_config(self) -> GateConfig:
-        return GateConfig(self.settings.gate_threshold, self.settings.gate_coverage_weight)
+        """The explicit FOOTNOTE_GATE_THRESHOLD, else the calibrated one (0.70 until there is one)."""
+        s = self.settings
+        if s.gate_threshold is not None:
+            return GateConfig(s.gate_threshold, s.gate_coverage_weight)
+        return GateConfig(DEFAULT_THRESHOLD, s.gate_coverage_weight, calibrated=self.calibrator.threshold)
+
+    def calibration_config(self) -> CalibrationConfig:
+        s = self.settings
+        return CalibrationConfig(
+            s.gate_target_bluff, s.gate_refusal_budget, s.gate_coverage_weight, in_domain=s.gate_probes
+        )
+
+    @cached_property
+    def calibrator(self) -> Calibrator:
+        cache = CalibrationCache(Path(self.settings.data_dir) / "calibration.json")
+        return Calibrator(self.engine.searcher, self.engine.lease.generation, cache, self.calibration_config())
+
+    def calibration(self) -> Calibration | None:
+        """The last finished calibration, or None when an explicit threshold turns it off."""
+        return None if self.settings.gate_threshold is not None else self.calibrator.latest()
+
+    def calibrate_in_background(self) -> None:
+        """After a sync: recalibrate the gate in a thread (no-op with an explicit threshold)."""
+        if self.settings.gate_threshold is None:
+            self.calibrator.start()
 
     def engine_config(self) -> EngineConfig:
         s = self.settings

@@ -73,7 +73,7 @@ class Service:
         return ChromaClaims(store, f"{socket.gethostname()}:{os.getpid()}").claim
 
     def health(self):  # type: ignore[no-untyped-def]
-        return index_health(self.rt.engine, self.schedule.next_run())
+        return index_health(self.rt.engine, self.schedule.next_run(), self.rt.calibration())
 
     def health_json(self) -> dict[str, object]:
         h = self.health().as_json()
@@ -92,6 +92,7 @@ class Service:
             self.metrics.synced(None, time.perf_counter() - t0)
             raise
         self.metrics.synced(report, report.seconds)
+        self.rt.calibrate_in_background()  # queries keep the previous threshold until it is done
         log.info(
             "sync: %d indexed, %d unchanged, %d renamed, %d removed, %d failed in %.1fs",
             len(report.indexed), report.unchanged, len(report.renamed), len(report.removed), len(report.failed),

@@ -11,7 +11,8 @@ separates answerable from out-of-domain questions with AUC 0.97 (distance alone 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from retrieval.search import SearchResult
 from retrieval.types import Hit
@@ -19,10 +20,25 @@ from retrieval.types import Hit
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{2,200})[\"“”]")
 
 
+DEFAULT_THRESHOLD = 0.70  # chosen on the dev set; used until a calibration exists
+
+
 @dataclass(frozen=True)
 class GateConfig:
-    threshold: float = 0.70
+    """``threshold`` is the fixed cut; with ``calibrated`` it is only the fallback.
+
+    ``calibrated`` returns the threshold self-calibrated on the current corpus
+    (``retrieval.calibrate``), or None while there is none yet: reading it never waits.
+    """
+
+    threshold: float = DEFAULT_THRESHOLD
     coverage_weight: float = 0.5
+    calibrated: Callable[[], float | None] | None = field(default=None, compare=False, repr=False)
+
+    def current(self) -> GateConfig:
+        """A plain config with the threshold in force right now."""
+        t = self.calibrated() if self.calibrated is not None else None
+        return GateConfig(self.threshold if t is None else t, self.coverage_weight)
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,7 @@ def quoted_phrases(question: str) -> list[str]:
 
 def decide(result: SearchResult, cfg: GateConfig, max_sources: int) -> GateDecision:
     """Answer only if the signal clears the threshold and sources contain every quoted phrase."""
+    cfg = cfg.current()
     signal = gate_signal(result, cfg)
     if not result.hits:
         return GateDecision(False, signal, "the index is empty", [])

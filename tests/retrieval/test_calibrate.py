@@ -1,0 +1,270 @@
+"""The gate's self-calibration: probes from the corpus, the chosen threshold, its cache, the override."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from bot.health import Health
+from bot.render import status_text
+from bot.runtime import Runtime
+from config.settings import load_settings
+from retrieval import calibrate as cal_mod
+from retrieval.calibrate import (
+    Calibration,
+    CalibrationCache,
+    CalibrationConfig,
+    Calibrator,
+    calibrate,
+    choose_threshold,
+    in_domain_probes,
+    near_domain_probes,
+    ood_probes,
+    probe_from,
+    signals_of,
+)
+from retrieval.embed import SentenceTransformerEmbedder
+from retrieval.engine import Engine
+from retrieval.gate import GateConfig, decide
+from retrieval.search import SearchResult
+from retrieval.types import Chunk, Hit
+from tests.conftest import make_engine
+
+HANDBOOK = {
+    "leave.md": """# Leave policy
+
+## Annual leave
+Every employee accrues 25 days of paid annual leave per calendar year. Leave is requested in the HR portal at least two weeks ahead, and your manager approves it. Up to five unused days carry over to the next year; the rest expire on 31 March.
+
+## Sick leave
+Report sickness to your manager before 9:00 on the first day. From the fourth day of absence a doctor's note is required. Sick days do not reduce your annual leave.
+
+## Parental leave
+Parents are entitled to 24 weeks of paid parental leave, which can be split between parents and taken within the first two years after birth or adoption.
+""",
+    "travel.md": """# Travel and expenses
+
+## Booking travel
+Book flights and hotels through the travel desk. Economy class is the rule for flights under six hours; business class needs approval from a director.
+
+## Per diem and receipts
+The daily allowance for meals abroad is 60 euros. Submit receipts in the expense tool within 30 days of returning; expenses older than 90 days are not reimbursed.
+
+## Mileage
+Using your own car for business trips is reimbursed at 0.30 euros per kilometre, logged in the expense tool with the route and purpose.
+""",
+    "security.md": """# Information security
+
+## Passwords
+Passwords must be at least 14 characters long and unique per system. Use the company password manager; never reuse a password from a personal account.
+
+## Lost devices
+Report a lost or stolen laptop or phone to the security team within one hour. The device is wiped remotely and access tokens are revoked.
+
+## Phishing
+Forward suspicious emails to the phishing mailbox and do not click any link in them. The security team answers within one working day.
+""",
+    "timekeeping.md": """# Timekeeping
+
+## Recording hours
+Record your working hours daily in the time tool. The standard week is 37 hours; core hours are 10:00 to 15:00.
+
+## Overtime
+Overtime must be agreed with your manager in advance. It is compensated with time off in lieu at a rate of 1.5 hours per hour worked.
+""",
+}
+# Questions this handbook cannot answer. The first ones use its own words, and a
+# fixed 0.70 lets some of them through; the rest are plainly elsewhere.
+KNOWN_OOD = [
+    "Who approves overtime for part-time employees?",
+    "How do I record hours worked on a public holiday?",
+    "Can I carry over parental leave to a new employer?",
+    "What is the per diem for domestic trips?",
+    "Is sick leave paid during the probation period?",
+    "How many days of leave do I get when I move house?",
+    "How do I change my password in the HR portal?",
+    "Can I take my annual leave in hourly blocks?",
+    "What is the reimbursement rate for an electric bike?",
+    "How do I share a password with a colleague?",
+    "Can I expense a taxi to the airport?",
+    "Which hotel chains does the travel desk prefer?",
+    "How do I request a new laptop?",
+    "Does the company pay for my phone bill?",
+    "Is working from home allowed on Fridays?",
+    "How do I request a standing desk?",
+    "Where can I download my payslip?",
+    "Who is the fire warden on our floor?",
+    "How do I book a meeting room for Thursday?",
+    "Can I bring my dog to the office?",
+    "How do I enrol in the company pension plan?",
+    "How do I get a replacement access badge?",
+    "What time does the building close on Fridays?",
+    "How do I connect to the office printer?",
+    "How do I set up the VPN on my phone?",
+    "When is payday this month?",
+    "How do I add my partner to my health insurance?",
+    "What is the dress code for the client dinner?",
+    "How do I order new business cards?",
+    "How do I report a broken chair?",
+    "Is there parking for employees at the office?",
+    "How do I get a company credit card?",
+    "How do I renew my passport?",
+    "What is the capital of France?",
+    "How long should I boil an egg?",
+    "Who won the football World Cup in 2014?",
+    "How do I reverse a linked list in C?",
+    "How do I fix a leaking tap?",
+    "When should I plant tomatoes?",
+    "How often should I feed a kitten?",
+]
+SMALL = CalibrationConfig(in_domain=40, near_domain=40)
+
+
+def _write(folder: Path, docs: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in docs.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def handbook(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    root = tmp_path_factory.mktemp("handbook")
+    eng = make_engine(embedder, root / "data", _write(root / "docs", HANDBOOK))
+    eng.sync()
+    return eng
+
+
+def test_the_shipped_ood_list_is_large_varied_and_packaged() -> None:
+    probes = ood_probes()
+    assert len(probes) >= 300 and len(set(probes)) == len(probes)
+    assert all(not p.startswith("#") and len(p.split()) >= 3 for p in probes)
+    assert any("payslip" in p for p in probes) and any("paella" in p for p in probes)
+
+
+def test_probes_come_from_the_corpus_without_a_model(handbook: Engine) -> None:
+    import random
+
+    chunks = handbook.searcher().snapshot.chunks
+    words = {w for c in chunks for w in cal_mod.tokenize(c.content)}
+    for kind in cal_mod.PROBE_KINDS:
+        probes = in_domain_probes(chunks, 20, kind, random.Random(1))
+        assert len(probes) == 20
+        assert all(set(cal_mod.tokenize(p)) - {"what", "is", "how", "does", "why", "do", "i", "when", "should",
+                                                "happens", "with", "can"} <= words for p in probes), kind  # fmt: skip
+    near = near_domain_probes(chunks, 10, random.Random(1))
+    assert len(near) == 10 and all("{t}" not in p for p in near)
+    masked = probe_from("Passwords must be at least fourteen characters long and unique", "masked", random.Random(0))
+    assert 0 < len(masked.split()) < 10
+
+
+def test_choose_threshold_lets_through_at_most_the_target() -> None:
+    ood = [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4]
+    assert choose_threshold(ood, 0.0, 0.7) < 0.5
+    t = choose_threshold(ood, 0.2, 0.7)  # two of ten may pass
+    assert 0.6 <= t < 0.7 and sum(x <= t for x in ood) == 2
+    assert choose_threshold([], 0.05, 0.7) == 0.7
+
+
+def test_calibration_is_stricter_where_a_fixed_070_bluffs(handbook: Engine) -> None:
+    searcher = handbook.searcher()
+    facts = cal_mod._facts(searcher, KNOWN_OOD)
+    fixed_bluffs = sum(s <= 0.70 for s in signals_of(facts, 0.5))
+    assert fixed_bluffs / len(KNOWN_OOD) > 0.05  # the premise: 0.70 bluffs on this corpus
+
+    c = calibrate(searcher, SMALL, generation=1, generic=KNOWN_OOD)
+    assert c.threshold < 0.70
+    assert sum(s <= c.threshold for s in signals_of(facts, 0.5)) / len(KNOWN_OOD) <= SMALL.target_bluff
+    assert c.est_bluff <= SMALL.target_bluff and 0.0 <= c.est_refused < 0.5
+    assert c.n_in == 40 and c.n_ood == len(KNOWN_OOD) and c.n_near == 40
+    assert any(p.threshold == c.threshold for p in c.sweep)
+    # The gate, given this calibration, refuses what the fixed threshold let through.
+    gate = GateConfig(0.70, 0.5, calibrated=lambda: c.threshold)
+    results = [searcher.search(q) for q in KNOWN_OOD]
+    assert sum(decide(r, gate, 4).answerable for r in results) < fixed_bluffs
+
+
+def _fake_calibration(threshold: float, key: str) -> Calibration:
+    return Calibration(key, 0, threshold, 0.05, 0.0, 0.1, 1, 1, 0, 0.0, "bluff target", [], 0.0, 0.0)
+
+
+def test_the_result_is_cached_and_recomputed_when_the_index_changes(
+    handbook: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def fake(searcher, cfg, generation=0, generic=None, key=None, **_):  # type: ignore[no-untyped-def]
+        calls.append(generation)
+        return _fake_calibration(0.5 + 0.01 * len(calls), key or "")
+
+    monkeypatch.setattr(cal_mod, "calibrate", fake)
+    generation = [3]
+    cache = CalibrationCache(tmp_path / "calibration.json")
+    cal = Calibrator(handbook.searcher, lambda: generation[0], cache, SMALL)
+    first = cal.ensure()
+    assert first is not None and calls == [3] and cal.threshold() == first.threshold
+    assert cal.ensure() == first and calls == [3]  # cached in memory
+    again = Calibrator(handbook.searcher, lambda: generation[0], cache, SMALL)  # a new process
+    assert again.current() == first and again.threshold() == first.threshold
+    assert again.ensure() == first and calls == [3]  # from the JSON file, not recomputed
+    generation[0] = 4  # a sync changed the index
+    assert again.current() is None
+    assert again.threshold() == first.threshold  # the previous threshold serves meanwhile
+    second = again.ensure()
+    assert calls == [3, 4] and second is not None and second.threshold != first.threshold
+    assert CalibrationCache(cache.path).load() == second
+
+
+def test_background_calibration_never_blocks_the_gate(
+    handbook: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, entered = threading.Event(), threading.Event()
+
+    def slow(searcher, cfg, generation=0, generic=None, key=None, **_):  # type: ignore[no-untyped-def]
+        entered.set()
+        assert release.wait(30)
+        return _fake_calibration(0.42, key or "")
+
+    monkeypatch.setattr(cal_mod, "calibrate", slow)
+    cal = Calibrator(handbook.searcher, lambda: 7, CalibrationCache(tmp_path / "c.json"), SMALL)
+    gate = GateConfig(0.70, 0.5, calibrated=cal.threshold)
+    thread = cal.start()
+    assert entered.wait(30)
+    assert cal.start() is thread  # one at a time
+    assert gate.current().threshold == 0.70  # not ready: the configured threshold, at once
+    release.set()
+    thread.join(30)
+    assert not thread.is_alive() and gate.current().threshold == 0.42
+
+
+def test_an_explicit_threshold_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    CalibrationCache(data / "calibration.json").save(_fake_calibration(0.55, "k"))
+    monkeypatch.setenv("FOOTNOTE_DATA_DIR", str(data))
+    monkeypatch.setenv("FOOTNOTE_DOCS_DIR", str(_write(tmp_path / "docs", {"a.md": "# A\n\nSome text here.\n"})))
+    monkeypatch.delenv("FOOTNOTE_GATE_THRESHOLD", raising=False)
+    rt = Runtime(load_settings())
+    assert rt.gate_config().current().threshold == 0.55
+    assert rt.calibration() is not None
+    monkeypatch.setenv("FOOTNOTE_GATE_THRESHOLD", "0.9")
+    rt = Runtime(load_settings())
+    assert rt.gate_config().current().threshold == 0.9 and rt.calibration() is None
+    rt.calibrate_in_background()  # a no-op with an explicit threshold
+    assert "calibrator" not in vars(rt)
+
+
+def test_decide_uses_the_calibrated_threshold() -> None:
+    chunk = Chunk("c-0", "a.md", "A", "S", 0, "text", "text", 0, 4)
+    result = SearchResult("q", [Hit(chunk, 1.0, 0.5)], 0.5, 1.0, {})
+    assert decide(result, GateConfig(0.70, 0.5), 4).answerable
+    assert not decide(result, GateConfig(0.70, 0.5, calibrated=lambda: 0.45), 4).answerable
+    assert decide(result, GateConfig(0.40, 0.5, calibrated=lambda: None), 4).answerable is False
+
+
+def test_status_shows_the_calibration() -> None:
+    c = _fake_calibration(0.612, "k")
+    text = status_text(Health(3, {}, {}, 10, calibration=c))
+    assert "Gate: threshold 0.612" in text and "refused 10.0%" in text
+    assert "Gate:" not in status_text(Health(3, {}, {}, 10))
