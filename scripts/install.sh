@@ -15,6 +15,10 @@ PY=${PY:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || { echo "need $PY (Python 3.11); set PY=/path/to/python3.11" >&2; exit 1; }
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/pip" install --quiet --upgrade pip setuptools wheel
+# llama-cpp-python compiles llama.cpp from source (there is no wheel for it on PyPI), and
+# that build dominates a fresh install: build on every core.
+CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}
+export CMAKE_BUILD_PARALLEL_LEVEL
 if [ -n "${TORCH_INDEX:-}" ]; then
   "$VENV/bin/pip" install --quiet --index-url "$TORCH_INDEX" "torch==2.13.0"
 fi
