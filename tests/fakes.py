@@ -23,6 +23,7 @@ import numpy as np
 from retrieval.chunk import ChunkerConfig
 from retrieval.embed import Embedder
 from retrieval.engine import Engine, EngineConfig
+from retrieval.llm import Message, OnToken
 from retrieval.manifest import DocRecord, totals
 from retrieval.rerank import Reranker, SentenceReranker
 from retrieval.sandbox import ExtractionRunner
@@ -248,3 +249,30 @@ def memory_engine(
         runner=ExtractionRunner(),
         **({"clock": clock} if clock is not None else {}),
     )
+
+
+class ScriptedModel:
+    """Returns a fixed reply (written by a function of the prompt if given) and records prompts."""
+
+    name = "scripted"
+    supports_grammar = True
+
+    def __init__(self, reply: str | object) -> None:
+        self.reply = reply
+        self.calls: list[list[Message]] = []
+        self.grammars: list[str | None] = []
+
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: str | None = None,
+        deadline_s: float | None = None,
+    ) -> str:
+        self.calls.append(messages)
+        self.grammars.append(grammar)
+        reply = self.reply(messages[-1]["content"]) if callable(self.reply) else str(self.reply)
+        if on_token:
+            on_token(reply)
+        return reply

@@ -15,36 +15,10 @@ from retrieval.answer import DOCS_SAY, AnswerService
 from retrieval.engine import Engine
 from retrieval.errors import ModelError
 from retrieval.gate import GateConfig
-from retrieval.llm import LanguageModel, LlamaCppModel, Message, OnToken
+from retrieval.llm import LanguageModel, LlamaCppModel
 from retrieval.prompt import answer_grammar, build_prompt
 from tests.conftest import EXAMPLES
-
-
-class ScriptedModel:
-    """Returns a fixed reply (written by a function of the prompt if given) and records prompts."""
-
-    name = "scripted"
-    supports_grammar = True
-
-    def __init__(self, reply: str | object) -> None:
-        self.reply = reply
-        self.calls: list[list[Message]] = []
-        self.grammars: list[str | None] = []
-
-    def complete(
-        self,
-        messages: list[Message],
-        max_tokens: int,
-        on_token: OnToken | None = None,
-        grammar: str | None = None,
-        deadline_s: float | None = None,
-    ) -> str:
-        self.calls.append(messages)
-        self.grammars.append(grammar)
-        reply = self.reply(messages[-1]["content"]) if callable(self.reply) else str(self.reply)
-        if on_token:
-            on_token(reply)
-        return reply
+from tests.fakes import ScriptedModel
 
 
 def _service(engine: Engine, model: LanguageModel) -> AnswerService:
