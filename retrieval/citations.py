@@ -1,7 +1,8 @@
 """Server-side citations: the model writes only [n]; everything else is attached here.
 
-``clean_answer`` removes what the model must never get through to a reader: links,
-Slack control sequences and mentions, and citation numbers that were not sources.
+``neutralise`` removes what the model must never get through to a reader: links,
+Slack control sequences and mentions. Citation numbers are the answer format's business
+(``retrieval.prompt``): only source sentences can be cited, and they are renumbered.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from retrieval.evidence import SourceSentence
 from retrieval.links import SignLink
 from retrieval.types import Hit
 
-_CITE_GROUP = re.compile(r"\[(\s*\d+\s*(?:[,;]\s*\d+\s*)*)\]")
 _SLACK_SEQ = re.compile(r"<[!@#][^>]*>")
 _SLACK_LINK = re.compile(r"<(?:https?|mailto|ftp|file|slack)[^|>]*(?:\|([^>]*))?>", re.IGNORECASE)
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)]*)\)")
@@ -46,13 +46,6 @@ class Citation:
     distance: float
     where: dict[str, Any] = field(default_factory=dict)  # page / sheet+range / start+end / slide
     passage: tuple[int, int] | None = None  # the range of the whole passage the evidence sits in
-
-
-@dataclass(frozen=True)
-class Cleaned:
-    text: str
-    cited: list[int]  # source numbers actually cited, in first-use order
-    dropped: int  # citation numbers removed because they were not sources
 
 
 MEDIA = (".mp4", ".m4v", ".mov", ".webm", ".mkv", ".mp3", ".m4a", ".wav", ".ogg", ".opus")
@@ -120,38 +113,41 @@ def make_citations(
     hits: list[Hit], docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None,
     sign_link: SignLink | None = None,
 ) -> list[Citation]:  # fmt: skip
-    out = []
-    for i, h in enumerate(hits, start=1):
-        loc, label, where = locator_for(h)
-        c = h.chunk
-        # A transcript's time range opens the recording beside it (the viewer shows the text).
-        target = media_beside(c.path, docs_dir) if "start" in where and not viewer_url else c.path
-        url = link_for(target, loc, docs_url, docs_dir, viewer_url, (c.start, c.end), sign_link)
-        out.append(
-            Citation(i, c.path, c.doc_title, c.section, c.start, c.end, c.content, url, loc, label, h.distance, where)
-        )
-    return out
+    """Citations of whole passages (the sources consulted when the model found no answer)."""
+    return [
+        cite(i, h, (h.chunk.start, h.chunk.end), h.chunk.content, docs_url, docs_dir, viewer_url, sign_link, None)
+        for i, h in enumerate(hits, start=1)
+    ]
 
 
 def cite_evidence(
     n: int, ev: SourceSentence, docs_url: str | None, docs_dir: Path | None, viewer_url: str | None = None,
     sign_link: SignLink | None = None,
 ) -> Citation:  # fmt: skip
-    """A citation of one evidence sentence: its own range, quote and link.
+    """A citation of one evidence sentence: its own range, quote and link."""
+    passage = (ev.hit.chunk.start, ev.hit.chunk.end)
+    return cite(n, ev.hit, (ev.start, ev.end), ev.text, docs_url, docs_dir, viewer_url, sign_link, passage)
 
-    Text formats point at the sentence (``#char=``); pages, slides, sheet ranges and
-    media times keep their passage's locator, which contains the sentence.
+
+def cite(
+    n: int, h: Hit, span: tuple[int, int], quote: str, docs_url: str | None, docs_dir: Path | None,
+    viewer_url: str | None, sign_link: SignLink | None, passage: tuple[int, int] | None,
+) -> Citation:  # fmt: skip
+    """A citation of ``span`` (with its own words ``quote``) inside the passage ``h``.
+
+    Text formats point at the span itself (``#char=``); pages, slides, sheet ranges and
+    media times keep their passage's locator, which contains the span.
     """
-    h, c = ev.hit, ev.hit.chunk
+    c = h.chunk
     loc, label, where = locator_for(h)
     if loc.startswith("#char="):
-        loc = f"#char={ev.start},{ev.end}"
+        loc = f"#char={span[0]},{span[1]}"
+    # A transcript's time range opens the recording beside it (the viewer shows the text).
     target = media_beside(c.path, docs_dir) if "start" in where and not viewer_url else c.path
-    url = link_for(target, loc, docs_url, docs_dir, viewer_url, (ev.start, ev.end), sign_link)
+    url = link_for(target, loc, docs_url, docs_dir, viewer_url, span, sign_link)
     return Citation(
-        n, c.path, c.doc_title, c.section, ev.start, ev.end, ev.text, url, loc, label, h.distance, where,
-        (c.start, c.end),
-    )  # fmt: skip
+        n, c.path, c.doc_title, c.section, span[0], span[1], quote, url, loc, label, h.distance, where, passage
+    )
 
 
 def neutralise(text: str) -> str:
@@ -162,31 +158,6 @@ def neutralise(text: str) -> str:
     text = _URL.sub("", text)
     text = BROADCAST.sub(r"\1", text)
     return text
-
-
-def clean_answer(raw: str, n_sources: int) -> Cleaned:
-    """Neutralise the text and keep only citation numbers 1..n_sources."""
-    text = neutralise(raw)
-    cited: list[int] = []
-    dropped = 0
-
-    def fix(m: re.Match[str]) -> str:
-        nonlocal dropped
-        keep = []
-        for part in re.split(r"[,;]", m.group(1)):
-            n = int(part)
-            if 1 <= n <= n_sources:
-                keep.append(n)
-                if n not in cited:
-                    cited.append(n)
-            else:
-                dropped += 1
-        return "".join(f"[{n}]" for n in keep)
-
-    text = _CITE_GROUP.sub(fix, text)
-    text = re.sub(r"[ \t]+([.,;:])", r"\1", text)
-    text = re.sub(r"[ \t]{2,}", " ", text).strip()
-    return Cleaned(text, cited, dropped)
 
 
 def says_not_found(text: str) -> bool:

@@ -77,7 +77,7 @@ def says_nothing_found(claims: Sequence[Claim]) -> bool:
 
 
 def _free_claim(sentence: str) -> Claim:
-    m = re.search(r"\[(\d+)\]", sentence)
+    m = re.search(r"\[(\d+)\s*[\],;]", sentence)  # "[2]" or the first of "[2, 3]"
     text = " ".join(re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", "", sentence).split()).rstrip(" ,;")
     text = re.sub(r"\s+([.,;:!?])", r"\1", text)  # "It extracts [2]." leaves "It extracts ."
     return Claim(text, int(m.group(1)) if m else 0)

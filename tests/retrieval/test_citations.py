@@ -2,20 +2,7 @@
 
 from __future__ import annotations
 
-from retrieval.citations import clean_answer, neutralise, says_not_found
-
-
-def test_out_of_range_citations_are_dropped_and_counted() -> None:
-    c = clean_answer("Claims go in Ledgerly [1]. Taxis at night [3][2]. Also [7] and [0].", n_sources=2)
-    assert "[7]" not in c.text and "[0]" not in c.text and "[3]" not in c.text
-    assert c.cited == [1, 2]
-    assert c.dropped == 3
-
-
-def test_grouped_citations_are_split() -> None:
-    c = clean_answer("Both say so [1, 2; 9].", n_sources=2)
-    assert c.text == "Both say so [1][2]."
-    assert c.dropped == 1
+from retrieval.citations import neutralise, says_not_found
 
 
 def test_model_written_links_and_slack_sequences_never_pass() -> None:
@@ -23,7 +10,7 @@ def test_model_written_links_and_slack_sequences_never_pass() -> None:
         "See https://evil.example/x and www.evil.example <!channel> <!here> <@U123ABC> <#C999> "
         "<https://phish.example|click here> [docs](http://x.example) @channel @everyone [1]"
     )
-    out = clean_answer(raw, 1).text
+    out = neutralise(raw)
     for bad in ("http", "www.", "<!", "<@", "<#", "evil", "phish.example", "@channel", "@everyone"):
         assert bad not in out, bad
     assert "click here" in out and "docs" in out and "[1]" in out

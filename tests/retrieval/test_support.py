@@ -44,6 +44,9 @@ def test_parse_reads_the_constrained_format_and_free_text() -> None:
     ]
     assert parse_claims("[0]") == [Claim("", 0)]
     assert parse_claims("It extracts [2]. It is cached [1].") == [Claim("It extracts.", 2), Claim("It is cached.", 1)]
+    # A grouped citation in free text takes its first number; numbers beyond the sources
+    # are never shown: the support check attributes every claim to a real source sentence.
+    assert parse_claims("Both say so [1, 2; 9].") == [Claim("Both say so.", 1)]
 
 
 def test_partial_text_never_shows_sentence_numbers() -> None:
