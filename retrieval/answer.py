@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -178,7 +178,9 @@ class AnswerService:
             )  # type: ignore[arg-type]  # fmt: skip
 
         t = time.perf_counter()
-        qvec, claim_vecs, sentences = self._vectors(searcher, question, [c.text for c in claims], sentences)
+        # The question's vector is the one search already made (with the thread's context).
+        qvec = result.query_vector
+        claim_vecs, sentences = self._vectors(searcher, [c.text for c in claims], sentences)
         checked = check(claims, claim_vecs, sentences, self.support, question)
         text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0].cite)
         timings["check"] = (time.perf_counter() - t) * 1000
@@ -194,18 +196,15 @@ class AnswerService:
         )  # type: ignore[arg-type]
 
     def _vectors(
-        self, searcher: Searcher, question: str, claims: list[str], sentences: list[SourceSentence]
-    ) -> tuple[np.ndarray, list[np.ndarray | None], list[SourceSentence]]:
-        """One embedding call for the question, the claims and any sentence the index holds no vector for."""
+        self, searcher: Searcher, claims: list[str], sentences: list[SourceSentence]
+    ) -> tuple[list[np.ndarray | None], list[SourceSentence]]:
+        """One embedding call for the claims and any sentence the index holds no vector for."""
         missing = [s for s in sentences if s.vector is None]
-        vecs = searcher.embedder.embed([question, *claims, *(s.text for s in missing)])
-        fill = dict(zip((s.n for s in missing), vecs[1 + len(claims) :], strict=True))
+        vecs = searcher.embedder.embed([*claims, *(s.text for s in missing)])
+        fill = dict(zip((s.n for s in missing), vecs[len(claims) :], strict=True))
         if fill:
-            sentences = [
-                SourceSentence(s.n, s.source, s.hit, s.start, s.end, s.text, fill[s.n]) if s.n in fill else s
-                for s in sentences
-            ]
-        return vecs[0], list(vecs[1 : 1 + len(claims)]), sentences
+            sentences = [replace(s, vector=fill[s.n]) if s.n in fill else s for s in sentences]
+        return list(vecs[: len(claims)]), sentences
 
     def _compose(
         self,

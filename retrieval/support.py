@@ -98,14 +98,16 @@ def numbers(text: str) -> set[str]:
     return {n.rstrip(".,") for n in _NUMBER.findall(text)}
 
 
-def support(claim: str, claim_vec: np.ndarray | None, ev: SourceSentence, question: str = "") -> Support:
+def support(
+    claim: str, claim_vec: np.ndarray | None, ev: SourceSentence, asked: frozenset[str] | set[str] = frozenset()
+) -> Support:
     """How far the evidence sentence (with its passage heading) backs the claim.
 
-    Only what the claim adds to the question counts: words it merely repeats from the
-    question ("the pipeline generates its answers", asked "does the pipeline generate
-    its answers?") are no evidence that the source says so.
+    Only what the claim adds to the question's words (``asked``) counts: words it merely
+    repeats from the question ("the pipeline generates its answers", asked "does the
+    pipeline generate its answers?") are no evidence that the source says so.
     """
-    words = content_words(claim) - content_words(question) or content_words(claim)
+    words = content_words(claim) - asked or content_words(claim)
     have = content_words(ev.text) | content_words(source_heading(ev.hit))
     overlap = len(words & have) / len(words) if words else 0.0
     cos = float(claim_vec @ ev.vector) if claim_vec is not None and ev.vector is not None else 0.0
@@ -132,7 +134,7 @@ def check(
         if len(content_words(claim.text) - asked) < cfg.min_words:
             short += 1
             continue
-        best = _best_support(claim.text, vec, sentences, cfg, question, prefer=claim.cite)
+        best = _best_support(claim.text, vec, sentences, cfg, asked, prefer=claim.cite)
         if best is None:
             removed.append(claim.text)
             continue
@@ -147,10 +149,10 @@ def check(
 
 def _best_support(
     claim: str, vec: np.ndarray | None, sentences: Sequence[SourceSentence], cfg: SupportConfig,
-    question: str, prefer: int,
+    asked: frozenset[str] | set[str], prefer: int,
 ) -> tuple[SourceSentence, Support] | None:  # fmt: skip
     """The supporting sentence with the most support; the cited one (``prefer``) on near ties."""
-    ok = [(s, sup) for s in sentences if (sup := support(claim, vec, s, question)).supports(cfg)]
+    ok = [(s, sup) for s in sentences if (sup := support(claim, vec, s, asked)).supports(cfg)]
     if not ok:
         return None
     best = max(ok, key=lambda x: x[1].overlap + x[1].cosine)
