@@ -24,7 +24,7 @@ from retrieval.evidence import SourceSentence, most_relevant, number_sentences, 
 from retrieval.gate import GateConfig, decide
 from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, OnToken
-from retrieval.prompt import answer_grammar, build_prompt, parse_claims, says_nothing_found, visible_partial
+from retrieval.prompt import AnswerFormat, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.search import Searcher
 from retrieval.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
 from retrieval.types import Hit
@@ -159,7 +159,7 @@ class AnswerService:
         question_idf = question_weights(question, snap.bm25.idf)
         sentences = most_relevant(sentences, result.query_vector, self.max_sentences, question_idf)
         model = self._model()
-        grammar = answer_grammar(len(sentences))
+        grammar = AnswerFormat(len(sentences))
         messages = build_prompt(question, sentences, context)
         stream = _PartialText(on_token)
         t = time.perf_counter()

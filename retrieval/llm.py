@@ -4,9 +4,14 @@ In-process llama.cpp by default (greedy, the GGUF's own chat template, threads =
 cores); or any OpenAI-compatible chat server such as llama.cpp's. One llama.cpp
 context serves one completion at a time, so access is serialised with a lock.
 
-Both accept a GBNF grammar that constrains what the model can write (Footnote's
-answer format: every sentence starts with a valid source number). llama.cpp's
-servers accept one too; a server that rejects it is asked again without, and says
+Both accept a constraint on what the model can write (Footnote's answer format:
+every sentence starts with a valid source number): GBNF text, or a :class:`Constraint`
+that also offers a byte automaton. In-process, a constraint is applied as
+constrained greedy decoding: the highest-scoring token whose bytes the automaton
+accepts, found by checking candidates best first, which picks exactly the token
+llama.cpp's grammar sampler would, without running a grammar over all 151k
+vocabulary entries at every step (measured: ~50 ms per token on 2 cores). llama.cpp's
+servers take the GBNF text; a server that rejects it is asked again without, and says
 so through ``supports_grammar``, so the answer is marked as unconstrained instead
 of pretending. Every call has one deadline: a slow or dead model gives a clear
 :class:`ModelError` within it, and a 4xx answer is never retried.
@@ -40,9 +45,33 @@ class LanguageModel(Protocol):
         messages: list[Message],
         max_tokens: int,
         on_token: OnToken | None = None,
-        grammar: str | None = None,
+        grammar: Grammar | None = None,
         deadline_s: float | None = None,
     ) -> str: ...
+
+
+class Cursor(Protocol):
+    """A position in a constrained format."""
+
+    @property
+    def can_end(self) -> bool: ...
+
+    def feed(self, piece: bytes) -> Cursor | None: ...
+
+
+class Constraint(Protocol):
+    """A format the model must write in: as GBNF text and as a byte automaton."""
+
+    def gbnf(self) -> str: ...
+
+    def start(self) -> Cursor: ...
+
+
+Grammar = str | Constraint
+
+
+def gbnf_of(grammar: Grammar) -> str:
+    return grammar if isinstance(grammar, str) else grammar.gbnf()
 
 
 @functools.lru_cache(maxsize=32)
@@ -91,13 +120,14 @@ class LlamaCppModel:
         self.name = gguf.name
         self.deadline_s = deadline_s
         self._lock = threading.Lock()
+        self._pieces: _TokenPieces | None = None
 
     def complete(
         self,
         messages: list[Message],
         max_tokens: int,
         on_token: OnToken | None = None,
-        grammar: str | None = None,
+        grammar: Grammar | None = None,
         deadline_s: float | None = None,
     ) -> str:
         limit = deadline_s or self.deadline_s
@@ -105,13 +135,15 @@ class LlamaCppModel:
         if not self._lock.acquire(timeout=limit):
             raise ModelError(f"the language model is busy and did not start within {limit:.0f} s; try again")
         try:
+            greedy = None if grammar is None or isinstance(grammar, str) else self._greedy(grammar)
             stream = self._llm.create_chat_completion(
                 messages=messages,  # type: ignore[arg-type]
                 temperature=0.0,
                 top_k=1,
                 max_tokens=max_tokens,
                 stream=True,
-                grammar=_compiled(grammar) if grammar else None,
+                grammar=_compiled(grammar) if isinstance(grammar, str) else None,
+                logits_processor=[greedy] if greedy else None,  # type: ignore[list-item]
             )
             parts: list[str] = []
             for event in stream:
@@ -129,6 +161,71 @@ class LlamaCppModel:
             raise ModelError(f"the language model failed while answering: {exc}") from exc
         finally:
             self._lock.release()
+
+    def _greedy(self, constraint: Constraint) -> ConstrainedGreedy:
+        if self._pieces is None:
+            self._pieces = _TokenPieces(self._llm)
+        return ConstrainedGreedy(constraint.start(), self._pieces)
+
+
+class _TokenPieces:
+    """Each token's bytes and whether it ends generation, looked up once per token id."""
+
+    def __init__(self, llm: Any) -> None:
+        import llama_cpp
+
+        self._llm = llm
+        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._is_eog = llama_cpp.llama_vocab_is_eog
+        self._cache: dict[int, tuple[bytes, bool]] = {}
+
+    def __getitem__(self, token: int) -> tuple[bytes, bool]:
+        got = self._cache.get(token)
+        if got is None:
+            eog = bool(self._is_eog(self._vocab, token))
+            got = self._cache[token] = (b"" if eog else self._llm.detokenize([token]), eog)
+        return got
+
+
+class ConstrainedGreedy:
+    """A logits processor: every score but the best token the constraint admits set to -inf.
+
+    Candidates are tried best first, a shortlist before the whole vocabulary, so the
+    result is exactly greedy decoding under the constraint. A token that would end
+    generation is admitted only where the format may end; a token with no bytes never.
+    """
+
+    SHORTLIST = 64
+
+    def __init__(self, cursor: Cursor, pieces: Any) -> None:
+        self.cursor = cursor
+        self._pieces = pieces
+
+    def __call__(self, _input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+
+        k = min(self.SHORTLIST, len(scores) - 1)
+        top = np.argpartition(-scores, k)[:k]
+        token = self._first_admitted(top[np.argsort(-scores[top])])
+        if token is None:
+            token = self._first_admitted(np.argsort(-scores))
+        out = np.full_like(scores, -np.inf)
+        if token is not None:  # none at all cannot happen with an end token in the vocabulary
+            out[token] = 0.0
+        return out
+
+    def _first_admitted(self, order: Any) -> int | None:
+        for t in order.tolist():
+            piece, eog = self._pieces[t]
+            if eog:
+                if self.cursor.can_end:
+                    return int(t)
+                continue
+            nxt = self.cursor.feed(piece) if piece else None
+            if nxt is not None:
+                self.cursor = nxt
+                return int(t)
+        return None
 
 
 class OpenAICompatibleModel:
@@ -156,7 +253,7 @@ class OpenAICompatibleModel:
         messages: list[Message],
         max_tokens: int,
         on_token: OnToken | None = None,
-        grammar: str | None = None,
+        grammar: Grammar | None = None,
         deadline_s: float | None = None,
     ) -> str:
         body: dict[str, Any] = {
@@ -167,7 +264,7 @@ class OpenAICompatibleModel:
             "max_tokens": max_tokens,
         }
         if grammar and self.supports_grammar:
-            body["grammar"] = grammar
+            body["grammar"] = gbnf_of(grammar)
         end = time.monotonic() + (deadline_s or self.deadline_s)
         try:
             data = self._post(body, end)

@@ -45,6 +45,88 @@ def build_prompt(question: str, sentences: Sequence[SourceSentence], context: Se
     return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": user}]
 
 
+_STOPS = frozenset(b".!?")
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_NOT_IN_TEXT = frozenset(b"\n[]")
+
+
+@dataclass(frozen=True)
+class FormatCursor:
+    """Where a partial answer stands in the answer format (one immutable step per byte)."""
+
+    fmt: AnswerFormat
+    phase: str = "open"  # open "[" · num · space · first char · text · stop · inner stop · zero ("[0]")
+    digits: str = ""
+    lines: int = 0
+
+    @property
+    def can_end(self) -> bool:
+        """Whether the answer may stop here: after ``[0]`` or at a sentence's final stop."""
+        return self.phase in ("stop", "zero")
+
+    def feed(self, piece: bytes) -> FormatCursor | None:
+        """The cursor after ``piece``, or None when the format does not allow it."""
+        cur: FormatCursor | None = self
+        for b in piece:
+            cur = cur._step(b)
+            if cur is None:
+                return None
+        return cur
+
+    def _step(self, b: int) -> FormatCursor | None:
+        p, f = self.phase, self.fmt
+        if p == "open":
+            return self._to("num") if b == ord("[") else None
+        if p == "num":
+            if b == ord("]"):
+                if self.digits == "0" and self.lines == 0:
+                    return self._to("zero")
+                return self._to("space") if self.digits in f.numbers else None
+            digits = self.digits + chr(b) if b in _ALNUM and chr(b).isdigit() else None
+            ok = digits is not None and any(n.startswith(digits) for n in f.numbers_and_zero(self.lines))
+            return FormatCursor(f, "num", digits, self.lines) if ok else None  # type: ignore[arg-type]
+        if p == "space":
+            return self._to("first") if b == ord(" ") else None
+        if p in ("first", "text"):
+            if b in _NOT_IN_TEXT:
+                return None
+            if b in _STOPS:
+                return self._to("inner" if p == "first" else "stop")
+            return self._to("text")
+        if p == "inner":  # a stop before any other character must be followed by one (.5)
+            return self._to("text") if b in _ALNUM else None
+        if p == "stop":
+            if b in _ALNUM:
+                return self._to("text")  # 2.5, e.g: the stop did not end the sentence
+            if b == ord("\n") and self.lines + 1 < f.max_claims:
+                return FormatCursor(f, "open", "", self.lines + 1)
+        return None
+
+    def _to(self, phase: str) -> FormatCursor:
+        return FormatCursor(self.fmt, phase, self.digits if phase != "num" else "", self.lines)
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """``[0]`` alone, or 1..max_claims lines ``[n] one sentence.`` with n a source number."""
+
+    n_sentences: int
+    max_claims: int = MAX_CLAIMS
+
+    @property
+    def numbers(self) -> frozenset[str]:
+        return frozenset(str(i) for i in range(1, self.n_sentences + 1))
+
+    def numbers_and_zero(self, lines: int) -> frozenset[str]:
+        return self.numbers | {"0"} if lines == 0 else self.numbers
+
+    def start(self) -> FormatCursor:
+        return FormatCursor(self)
+
+    def gbnf(self) -> str:
+        return answer_grammar(self.n_sentences, self.max_claims)
+
+
 def answer_grammar(n_sentences: int, max_claims: int = MAX_CLAIMS) -> str:
     """GBNF: ``[0]`` alone, or 1..max_claims lines ``[n] text`` with n in 1..n_sentences."""
     numbers = " | ".join(f'"{i}"' for i in range(n_sentences, 0, -1))  # longest first: "12" before "1"

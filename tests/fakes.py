@@ -23,7 +23,7 @@ import numpy as np
 from retrieval.chunk import ChunkerConfig
 from retrieval.embed import Embedder
 from retrieval.engine import Engine, EngineConfig
-from retrieval.llm import Message, OnToken
+from retrieval.llm import Grammar, Message, OnToken
 from retrieval.manifest import DocRecord, totals
 from retrieval.rerank import Reranker, SentenceReranker
 from retrieval.sandbox import ExtractionRunner
@@ -260,14 +260,14 @@ class ScriptedModel:
     def __init__(self, reply: str | object) -> None:
         self.reply = reply
         self.calls: list[list[Message]] = []
-        self.grammars: list[str | None] = []
+        self.grammars: list[Grammar | None] = []
 
     def complete(
         self,
         messages: list[Message],
         max_tokens: int,
         on_token: OnToken | None = None,
-        grammar: str | None = None,
+        grammar: Grammar | None = None,
         deadline_s: float | None = None,
     ) -> str:
         self.calls.append(messages)
