@@ -22,9 +22,10 @@ import json
 import logging
 import os
 import platform
+import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -121,13 +122,21 @@ def cpu_info() -> CpuInfo:
             elif line.startswith("flags") and ":" in line:
                 flags = frozenset(line.split(":", 1)[1].split())
                 break
-    try:
-        import torch
+    return CpuInfo(model, _vector_isa(flags), flags, os.cpu_count() or 1)
 
-        capability = str(torch.backends.cpu.get_cpu_capability())
-    except Exception:  # pragma: no cover - torch is a dependency; this only guards odd builds
-        capability = "unknown"
-    return CpuInfo(model, capability, flags, os.cpu_count() or 1)
+
+def _vector_isa(flags: frozenset[str]) -> str:
+    """PyTorch's name for the CPU's vector ISA: from torch when it is loaded anyway, else
+    from the flags by torch's own rule (importing torch just for this costs ~300 MB)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            return str(torch.backends.cpu.get_cpu_capability())
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "AVX512"
+    if "avx2" in flags:
+        return "AVX2"
+    return "DEFAULT" if flags else "unknown"
 
 
 def native_bf16() -> bool:
@@ -163,10 +172,12 @@ class _OnnxEncoder:
     """The model's transformer exported to ONNX (once, into the cache dir) and run by
     ONNX Runtime; mean pooling and normalisation as in the model's own config."""
 
-    def __init__(self, st_model: Any, cache_dir: Path, quantized: bool, threads: int) -> None:
+    def __init__(
+        self, model_path: str, st_model: Callable[[], Any], cache_dir: Path, quantized: bool, threads: int
+    ) -> None:
         import onnxruntime as ort
 
-        path = self._ensure_exported(st_model, cache_dir, quantized)
+        path = self._ensure_exported(model_path, st_model, cache_dir, quantized)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -175,18 +186,19 @@ class _OnnxEncoder:
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @staticmethod
-    def _ensure_exported(st_model: Any, cache_dir: Path, quantized: bool) -> Path:
+    def _ensure_exported(model_path: str, st_model: Callable[[], Any], cache_dir: Path, quantized: bool) -> Path:
         import onnxruntime
-        import torch
 
-        weights = Path(st_model[0].auto_model.name_or_path) / "model.safetensors"
-        tag = f"{weights.stat().st_size if weights.exists() else 0}-{torch.__version__}-{onnxruntime.__version__}"
+        # Keyed by the weights and the exporting libraries; read from package metadata so
+        # that a process which finds its export never imports torch (~300 MB).
+        weights = Path(model_path) / "model.safetensors"
+        tag = f"{weights.stat().st_size if weights.exists() else 0}-{_dist_version('torch')}-{onnxruntime.__version__}"
         folder = cache_dir / hashlib.sha1(tag.encode()).hexdigest()[:12]
         fp32, int8 = folder / "model.onnx", folder / "model-int8.onnx"
         if not fp32.is_file():
             folder.mkdir(parents=True, exist_ok=True)
             log.info("exporting the embedding model to ONNX (once) into %s", folder)
-            _export_onnx(st_model[0].auto_model, fp32)
+            _export_onnx(st_model()[0].auto_model, fp32)
         if quantized and not int8.is_file():
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -203,6 +215,54 @@ class _OnnxEncoder:
         feeds = {k: v.astype(np.int64) for k, v in batch.items() if k in self._inputs}
         (hidden,) = self._session.run(None, feeds)
         return _mean_pool(hidden, batch["attention_mask"])
+
+
+def _dist_version(dist: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+class _WordPieces:
+    """The model's own fast tokenizer (its tokenizer.json), used without loading the model."""
+
+    def __init__(self, tokenizer_json: Path, window: int) -> None:
+        from tokenizers import Tokenizer
+
+        pad = _special_token(tokenizer_json.parent, "pad_token") or "[PAD]"
+        self._batch = Tokenizer.from_file(str(tokenizer_json))
+        self._batch.enable_truncation(window)
+        self._batch.enable_padding(pad_id=self._batch.token_to_id(pad) or 0, pad_token=pad)
+        self._count = Tokenizer.from_file(str(tokenizer_json))
+        self._count.no_truncation()
+        self._count.no_padding()
+
+    def batch(self, texts: list[str]) -> dict[str, np.ndarray]:
+        encs = self._batch.encode_batch(texts)
+        return {
+            "input_ids": np.array([e.ids for e in encs], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encs], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int64),
+        }
+
+    def count(self, text: str) -> int:
+        return len(self._count.encode(text).ids)
+
+
+def _special_token(folder: Path, key: str) -> str | None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        value = json.loads((folder / "special_tokens_map.json").read_text(encoding="utf-8"))[key]
+        return str(value["content"] if isinstance(value, dict) else value)
+    return None
+
+
+def _json_field(path: Path, key: str) -> int | None:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        return int(json.loads(path.read_text(encoding="utf-8"))[key])
+    return None
 
 
 def _export_onnx(model: Any, target: Path) -> None:
@@ -265,15 +325,24 @@ class SentenceTransformerEmbedder:
     @cached_property
     def _onnx(self) -> _OnnxEncoder:
         cache = self.cache_dir or Path(os.environ.get("FOOTNOTE_DATA_DIR", ".footnote")) / "models" / "onnx"
-        return _OnnxEncoder(self._model, cache, self.runtime == "onnx-int8", self.threads)
+        return _OnnxEncoder(self.model_path, lambda: self._model, cache, self.runtime == "onnx-int8", self.threads)
 
-    @property
+    @cached_property
+    def _pieces(self) -> _WordPieces | None:
+        """The tokenizer alone, when the model folder has its tokenizer.json."""
+        path = Path(self.model_path) / "tokenizer.json"
+        return _WordPieces(path, self.window) if path.is_file() else None
+
+    @cached_property
     def dimension(self) -> int:
-        return int(self._model.get_embedding_dimension())
+        folder = Path(self.model_path)
+        dim = _json_field(folder / "1_Pooling" / "config.json", "word_embedding_dimension")
+        return dim or int(self._model.get_embedding_dimension())
 
-    @property
+    @cached_property
     def window(self) -> int:
-        return int(self._model.max_seq_length)
+        seq = _json_field(Path(self.model_path) / "sentence_bert_config.json", "max_seq_length")
+        return seq or int(self._model.max_seq_length)
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
@@ -291,7 +360,6 @@ class SentenceTransformerEmbedder:
         return _normalise(vecs.float().numpy())
 
     def _embed_onnx(self, texts: list[str], progress: bool) -> np.ndarray:
-        tok = self._model.tokenizer
         # Longest first, like sentence-transformers: batches of similar length pad least.
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -302,14 +370,19 @@ class SentenceTransformerEmbedder:
             starts = tqdm(starts, desc="Embedding", unit="batch")
         for lo in starts:
             idx = order[lo : lo + self.batch_size]
-            batch = tok(
-                [texts[i] for i in idx], padding=True, truncation=True, max_length=self.window, return_tensors="np"
-            )
-            out[idx] = self._onnx.encode(dict(batch))
+            out[idx] = self._onnx.encode(self._tokenize([texts[i] for i in idx]))
         return _normalise(out)
+
+    def _tokenize(self, texts: list[str]) -> dict[str, np.ndarray]:
+        if self._pieces is not None:
+            return self._pieces.batch(texts)
+        batch = self._model.tokenizer(texts, padding=True, truncation=True, max_length=self.window, return_tensors="np")
+        return dict(batch)
 
     def count_tokens(self, text: str) -> int:
         """Word-pieces the encoder would see, special tokens included, untruncated."""
+        if self._pieces is not None:
+            return self._pieces.count(text)
         return len(self._model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
 
 

@@ -3,6 +3,8 @@ from float32 sentence-transformers beyond cosine 0.999 when chosen."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +70,33 @@ def test_int8_is_measured_and_refused_when_over_the_bar(onnx_cache: Path) -> Non
     # measured, reported, and never chosen while it misses the bar.
     assert trial.min_cosine < 1.0
     assert trial.within_bar == (trial.min_cosine >= COSINE_BAR)
+
+
+def test_the_tokenizer_alone_counts_and_pads_like_the_model(onnx_cache: Path) -> None:
+    emb = SentenceTransformerEmbedder(default_model_path(), runtime="torch-fp32")
+    texts = [*PROBE_TEXTS[:12], "word " * 400]  # one longer than the 256-piece window
+    ours = emb._tokenize(texts)
+    theirs = emb._model.tokenizer(texts, padding=True, truncation=True, max_length=emb.window, return_tensors="np")
+    for key in ("input_ids", "attention_mask", "token_type_ids"):
+        assert np.array_equal(ours[key], theirs[key]), key
+    assert [emb.count_tokens(t) for t in texts] == [
+        len(emb._model.tokenizer(t, truncation=False)["input_ids"]) for t in texts
+    ]
+    assert emb.count_tokens(texts[-1]) > emb.window  # counted untruncated
+    assert (emb.dimension, emb.window) == (emb._model.get_embedding_dimension(), emb._model.max_seq_length)
+
+
+def test_the_onnx_runtime_never_loads_torch_once_exported(onnx_cache: Path) -> None:
+    """Index and serve processes stay ~300 MB smaller: torch is only needed to export."""
+    cache = onnx_cache / "onnx"
+    SentenceTransformerEmbedder(default_model_path(), runtime="onnx", cache_dir=cache).embed(["warm"])  # exported
+    code = (
+        "import sys; from retrieval.embed import SentenceTransformerEmbedder, default_model_path, cpu_info\n"
+        f"e = SentenceTransformerEmbedder(default_model_path(), runtime='onnx', cache_dir=__import__('pathlib').Path({str(cache)!r}))\n"
+        "v = e.embed(['How fast must a SEV1 page be acknowledged?']); e.count_tokens('x'); cpu_info().describe()\n"
+        "assert v.shape == (1, 384), v.shape\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'sentence_transformers')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
