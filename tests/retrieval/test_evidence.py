@@ -1,0 +1,50 @@
+"""Source sentences: how they are ranked for the model and laid out in its prompt."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from retrieval.evidence import SourceSentence, most_relevant, sources_block
+from retrieval.types import Chunk, Hit
+
+Q = np.asarray([1.0, 0.0], dtype=np.float32)
+
+
+def _sentence(n: int, text: str, source: int = 1, section: str = "Question answering") -> SourceSentence:
+    chunk = Chunk(f"c{source}", "doc.md", "Transformers", section, 0, text, text, 0, len(text))
+    # The same cosine to the query for every sentence: only the other features decide.
+    return SourceSentence(n, source, Hit(chunk, 1.0, 0.1), 0, len(text), text, np.asarray([0.6, 0.8], np.float32))
+
+
+def test_an_answering_sentence_outranks_an_introduction_and_a_code_line_of_equal_cosine() -> None:
+    sents = [
+        _sentence(1, "There are three main steps involved when you pass some text to a pipeline:"),
+        _sentence(2, 'question_answerer = pipeline("question-answering")'),
+        _sentence(3, "The pipeline extracts the answer from the context it is given; it does not generate it."),
+    ]
+    ranked = most_relevant(sents, Q, keep=3, question_idf={"pipeline": 1.0, "answer": 2.0})
+    assert ranked[0].text.startswith("The pipeline extracts") and [s.n for s in ranked] == [1, 2, 3]
+
+
+def test_a_later_passage_needs_more_than_a_tie_to_come_first() -> None:
+    first = _sentence(1, "Leave requests are approved by the team lead within two days.", source=1)
+    later = _sentence(2, "Leave requests are approved by the team lead within two days.", source=3)
+    assert most_relevant([later, first], Q, keep=1)[0].source == 1
+
+
+def test_a_heading_is_written_again_only_when_it_changes() -> None:
+    sents = [
+        _sentence(1, "One sentence.", source=1),
+        _sentence(2, "Another from a second passage of the same section.", source=2),
+        _sentence(3, "A third from elsewhere.", source=3, section="Training"),
+    ]
+    block = sources_block(sents)
+    assert block.count("Source: Transformers — Question answering") == 1
+    assert block.splitlines() == [
+        "Source: Transformers — Question answering",
+        "[1] One sentence.",
+        "[2] Another from a second passage of the same section.",
+        "",
+        "Source: Transformers — Training",
+        "[3] A third from elsewhere.",
+    ]
