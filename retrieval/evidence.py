@@ -114,19 +114,11 @@ def source_heading(hit: Hit) -> str:
 
 
 def sources_block(sentences: Sequence[SourceSentence]) -> str:
-    """The SOURCES part of the prompt: numbered sentences under their passage's heading.
+    """The SOURCES part of the prompt: the numbered sentences, one per line, no headings.
 
-    A heading is written again only when it changes: sentences come most relevant first,
-    so neighbours often share one, and each repeat cost ~15 prompt tokens (~0.15 s).
+    Measured on the dev set (4 sentences, the 0.5B model): with each passage's
+    "Source: title — section" line the prompt had 181 tokens p50 and the model cited the
+    answering sentence 34 times in 59; without, 150 tokens, 0.35 s sooner, and 36 times.
+    The headings still count for the support check and are shown with every citation.
     """
-    lines: list[str] = []
-    current: str | None = None
-    for s in sentences:
-        heading = source_heading(s.hit)
-        if heading != current:
-            if lines:
-                lines.append("")
-            lines.append(f"Source: {heading}")
-            current = heading
-        lines.append(f"[{s.n}] {' '.join(s.text.split())}")
-    return "\n".join(lines)
+    return "\n".join(f"[{s.n}] {' '.join(s.text.split())}" for s in sentences)

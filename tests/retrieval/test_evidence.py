@@ -32,19 +32,9 @@ def test_a_later_passage_needs_more_than_a_tie_to_come_first() -> None:
     assert most_relevant([later, first], Q, keep=1)[0].source == 1
 
 
-def test_a_heading_is_written_again_only_when_it_changes() -> None:
+def test_the_prompt_lists_numbered_sentences_without_headings() -> None:
     sents = [
-        _sentence(1, "One sentence.", source=1),
-        _sentence(2, "Another from a second passage of the same section.", source=2),
-        _sentence(3, "A third from elsewhere.", source=3, section="Training"),
+        _sentence(1, "One  sentence.", source=1),
+        _sentence(2, "A second\nfrom elsewhere.", source=3, section="Training"),
     ]
-    block = sources_block(sents)
-    assert block.count("Source: Transformers — Question answering") == 1
-    assert block.splitlines() == [
-        "Source: Transformers — Question answering",
-        "[1] One sentence.",
-        "[2] Another from a second passage of the same section.",
-        "",
-        "Source: Transformers — Training",
-        "[3] A third from elsewhere.",
-    ]
+    assert sources_block(sents) == "[1] One sentence.\n[2] A second from elsewhere."
