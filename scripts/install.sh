@@ -18,7 +18,10 @@ command -v "$PY" >/dev/null 2>&1 || { echo "need $PY (Python 3.11); set PY=/path
 # llama-cpp-python compiles llama.cpp from source (there is no wheel for it on PyPI), and
 # that build dominates a fresh install: build on every core.
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}
-export CMAKE_BUILD_PARALLEL_LEVEL
+# Footnote never uses llama.cpp's multimodal library (mtmd/llava: loaded only by image
+# chat handlers), so it is not built.
+CMAKE_ARGS=${CMAKE_ARGS:--DLLAVA_BUILD=OFF}
+export CMAKE_BUILD_PARALLEL_LEVEL CMAKE_ARGS
 if [ -n "${TORCH_INDEX:-}" ]; then
   "$VENV/bin/pip" install --quiet --index-url "$TORCH_INDEX" "torch==2.13.0"
 fi
