@@ -44,12 +44,10 @@ def collect(runtime: Runtime, questions: Sequence[dict[str, str]]) -> list[Group
     groups = []
     for q in questions:
         result = searcher.search(q["question"])
-        decision = decide(result, runtime.gate_config(), 4)
+        decision = decide(result, runtime.gate_config(), runtime.settings.max_sources)
         if not decision.answerable:
             continue
-        sents = number_sentences(
-            decision.sources, lambda h: snap.sentence_rows(snap.by_id[h.chunk.id]) if h.chunk.id in snap.by_id else None
-        )
+        sents = number_sentences(decision.sources, snap.sentence_rows_of)
         idf = question_weights(q["question"], snap.bm25.idf)
         needle = normalise(q["needle"])
         x = np.array([sentence_features(s, result.query_vector, idf) for s in sents], dtype=np.float64)

@@ -153,9 +153,7 @@ class AnswerService:
 
         sources = decision.sources
         snap = searcher.snapshot
-        sentences = number_sentences(
-            sources, lambda h: snap.sentence_rows(snap.by_id[h.chunk.id]) if h.chunk.id in snap.by_id else None
-        )
+        sentences = number_sentences(sources, snap.sentence_rows_of)
         question_idf = question_weights(question, snap.bm25.idf)
         sentences = most_relevant(sentences, result.query_vector, self.max_sentences, question_idf)
         model = self._model()

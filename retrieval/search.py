@@ -115,6 +115,11 @@ class Snapshot:
         lo, hi = np.searchsorted(self.sentence_owner, [i, i + 1])
         return self.sentence_vectors[lo:hi]
 
+    def sentence_rows_of(self, hit: Hit) -> np.ndarray | None:
+        """The stored sentence vectors of a hit's chunk, or None when this snapshot lacks it."""
+        i = self.by_id.get(hit.chunk.id)
+        return None if i is None else self.sentence_rows(i)
+
     def best_sentence(self, q: np.ndarray) -> np.ndarray:
         """Per chunk, the cosine of its sentence closest to the query."""
         best = np.full(len(self.chunks), -1.0, dtype=np.float32)
