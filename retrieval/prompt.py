@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from retrieval.evidence import SourceSentence, sources_block
 from retrieval.llm import Message
@@ -46,7 +47,8 @@ def build_prompt(question: str, sentences: Sequence[SourceSentence], context: Se
 
 
 _STOPS = frozenset(b".!?")
-_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_DIGITS = frozenset(b"0123456789")
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") | _DIGITS
 _NOT_IN_TEXT = frozenset(b"\n[]")
 
 
@@ -82,9 +84,11 @@ class FormatCursor:
                 if self.digits == "0" and self.lines == 0:
                     return self._to("zero")
                 return self._to("space") if self.digits in f.numbers else None
-            digits = self.digits + chr(b) if b in _ALNUM and chr(b).isdigit() else None
-            ok = digits is not None and any(n.startswith(digits) for n in f.numbers_and_zero(self.lines))
-            return FormatCursor(f, "num", digits, self.lines) if ok else None  # type: ignore[arg-type]
+            if b not in _DIGITS:
+                return None
+            digits = self.digits + chr(b)
+            allowed = f.first_line_numbers if self.lines == 0 else f.numbers
+            return FormatCursor(f, "num", digits, self.lines) if any(n.startswith(digits) for n in allowed) else None
         if p == "space":
             return self._to("first") if b == ord(" ") else None
         if p in ("first", "text"):
@@ -103,7 +107,7 @@ class FormatCursor:
         return None
 
     def _to(self, phase: str) -> FormatCursor:
-        return FormatCursor(self.fmt, phase, self.digits if phase != "num" else "", self.lines)
+        return FormatCursor(self.fmt, phase, lines=self.lines)  # digits matter inside "num" only
 
 
 @dataclass(frozen=True)
@@ -113,12 +117,14 @@ class AnswerFormat:
     n_sentences: int
     max_claims: int = MAX_CLAIMS
 
-    @property
+    @cached_property  # read at every byte of every candidate token: built once
     def numbers(self) -> frozenset[str]:
         return frozenset(str(i) for i in range(1, self.n_sentences + 1))
 
-    def numbers_and_zero(self, lines: int) -> frozenset[str]:
-        return self.numbers | {"0"} if lines == 0 else self.numbers
+    @cached_property
+    def first_line_numbers(self) -> frozenset[str]:
+        """The first line may also be ``[0]``."""
+        return self.numbers | {"0"}
 
     def start(self) -> FormatCursor:
         return FormatCursor(self)
