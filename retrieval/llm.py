@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from retrieval.errors import ModelError
 
 Message = dict[str, str]
@@ -201,9 +203,7 @@ class ConstrainedGreedy:
         self.cursor = cursor
         self._pieces = pieces
 
-    def __call__(self, _input_ids: Any, scores: Any) -> Any:
-        import numpy as np
-
+    def __call__(self, _input_ids: Any, scores: np.ndarray) -> np.ndarray:
         k = min(self.SHORTLIST, len(scores) - 1)
         top = np.argpartition(-scores, k)[:k]
         token = self._first_admitted(top[np.argsort(-scores[top])])
@@ -214,7 +214,7 @@ class ConstrainedGreedy:
             out[token] = 0.0
         return out
 
-    def _first_admitted(self, order: Any) -> int | None:
+    def _first_admitted(self, order: np.ndarray) -> int | None:
         for t in order.tolist():
             piece, eog = self._pieces[t]
             if eog:

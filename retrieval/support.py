@@ -171,11 +171,9 @@ def best_for_question(
     relevant one (the model's own pick on a near tie)."""
     if not sentences:
         return None
-    best = max(sentences, key=lambda s: relevance(s, question_vec, question_idf))
+    score = {s.n: relevance(s, question_vec, question_idf) for s in sentences}
+    best = max(sentences, key=lambda s: score[s.n])
     chosen = next((s for s in sentences if s.n == prefer), None)
-    if (
-        chosen is not None
-        and relevance(chosen, question_vec, question_idf) >= relevance(best, question_vec, question_idf) - 0.03
-    ):
+    if chosen is not None and score[chosen.n] >= score[best.n] - 0.03:
         return chosen
     return best
