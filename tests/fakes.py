@@ -5,7 +5,9 @@
 ``retrieval.lease.Lease``; ``HashEmbedder`` gives every text a fixed pseudo-random
 unit vector (bookkeeping, not relevance); ``CountingEmbedder`` wraps any embedder
 and counts the texts it was asked to embed. ``memory_engine`` wires them into a
-real :class:`~retrieval.engine.Engine`. The Slack fakes live with the Slack tests.
+real :class:`~retrieval.engine.Engine`. ``ScriptedModel`` stands in for a language
+model; ``ToyVocabulary`` for a model's token table under constrained decoding. The
+Slack fakes live with the Slack tests.
 """
 
 from __future__ import annotations
@@ -276,3 +278,13 @@ class ScriptedModel:
         if on_token:
             on_token(reply)
         return reply
+
+
+class ToyVocabulary:
+    """A model's token table in miniature: token id -> (bytes, ends generation); b"<eos>" ends."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def __getitem__(self, token: int) -> tuple[bytes, bool]:
+        return self.pieces[token], self.pieces[token] == b"<eos>"

@@ -8,6 +8,7 @@ import pytest
 
 from retrieval.llm import ConstrainedGreedy, LanguageModel
 from retrieval.prompt import INSTRUCTIONS, AnswerFormat
+from tests.fakes import ToyVocabulary
 
 FMT = AnswerFormat(4)
 
@@ -58,18 +59,8 @@ def test_numbers_above_nine_are_read_digit_by_digit() -> None:
     assert fmt.start().feed(b"[1") is not None  # a prefix of 1, 10, 11, 12
 
 
-class _Pieces:
-    """A toy vocabulary: token id -> (bytes, ends generation)."""
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        self.pieces = pieces
-
-    def __getitem__(self, token: int) -> tuple[bytes, bool]:
-        return self.pieces[token], self.pieces[token] == b"<eos>"
-
-
 def _decode(pieces: list[bytes], score_rows: list[list[float]]) -> list[int]:
-    greedy = ConstrainedGreedy(FMT.start(), _Pieces(pieces))
+    greedy = ConstrainedGreedy(FMT.start(), ToyVocabulary(pieces))
     chosen = []
     for row in score_rows:
         out = greedy(None, np.array(row, dtype=np.float32))
