@@ -22,7 +22,7 @@ import numpy as np
 
 from bot.runtime import Runtime
 from config.settings import Settings
-from retrieval.embed import cpu_info
+from retrieval.cpu import cpu_info
 from retrieval.gate import decide
 from retrieval.search import Searcher, Snapshot
 from retrieval.store import StoredIndex
