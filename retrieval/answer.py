@@ -24,7 +24,7 @@ from retrieval.evidence import SourceSentence, most_relevant, number_sentences, 
 from retrieval.gate import GateConfig, decide
 from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, OnToken
-from retrieval.prompt import AnswerFormat, build_prompt, parse_claims, says_nothing_found, visible_partial
+from retrieval.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.search import Searcher
 from retrieval.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
 from retrieval.types import Hit
@@ -180,7 +180,7 @@ class AnswerService:
         qvec = result.query_vector
         claim_vecs, sentences = self._vectors(searcher, [c.text for c in claims], sentences)
         checked = check(claims, claim_vecs, sentences, self.support, question)
-        text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0].cite)
+        text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0])
         timings["check"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         summary = AnswerCheck(
@@ -210,13 +210,13 @@ class AnswerService:
         question_idf: dict[str, float],
         qvec: np.ndarray,
         sentences: list[SourceSentence],
-        first_cite: int,
+        first: Claim,
     ) -> tuple[str, list[Citation], bool]:
         """The reply text with citation numbers in order of first use, and those citations."""
         claims = checked.claims
         shown_as_evidence = not claims
         if shown_as_evidence:
-            ev = best_for_question(qvec, question_idf, sentences, prefer=first_cite)
+            ev = best_for_question(qvec, question_idf, sentences, prefer=first.cite, answer=first.text)
             assert ev is not None  # the gate let sources through, so there are sentences
             claims = [CheckedClaim(f"{DOCS_SAY} «{' '.join(ev.text.split())}»", ev, _NO_SUPPORT)]
         numbers: dict[int, int] = {}

@@ -166,14 +166,20 @@ def best_for_question(
     question_idf: dict[str, float],
     sentences: Sequence[SourceSentence],
     prefer: int = 0,
+    answer: str = "",
 ) -> SourceSentence | None:
     """The sentence to show as "the docs say" when no claim can stand on its own: the most
-    relevant one (the model's own pick on a near tie)."""
+    relevant one (the model's own pick on a near tie) among those holding every number of
+    the model's ``answer``. A bare "384" is a pointer: the reader must see the sentence
+    that says 384, not the one ranked first."""
     if not sentences:
         return None
-    score = {s.n: relevance(s, question_vec, question_idf) for s in sentences}
-    best = max(sentences, key=lambda s: score[s.n])
-    chosen = next((s for s in sentences if s.n == prefer), None)
+    wanted = numbers(answer)
+    holding = [s for s in sentences if wanted and wanted <= numbers(s.text) | numbers(source_heading(s.hit))]
+    pool = holding or list(sentences)
+    score = {s.n: relevance(s, question_vec, question_idf) for s in pool}
+    best = max(pool, key=lambda s: score[s.n])
+    chosen = next((s for s in pool if s.n == prefer), None)
     if chosen is not None and score[chosen.n] >= score[best.n] - 0.03:
         return chosen
     return best

@@ -98,6 +98,16 @@ def test_a_bare_no_is_shown_as_the_evidence_itself(examples_engine: Engine) -> N
     assert ACK in c.quote and _doc(c.path)[c.start : c.end] == c.quote
 
 
+def test_a_bare_number_is_shown_with_the_sentence_that_holds_it(examples_engine: Engine) -> None:
+    """"25", cited to the first sentence (about parental leave, no 25), is a pointer: the
+    reader sees the sentence that says 25, not the one ranked first."""
+    model = ScriptedModel(lambda p: "[1] 25.")
+    a = _service(examples_engine, model).answer("How many days of leave do I get?")
+    assert a.check.shown_as_evidence and a.check.too_short == 1
+    (c,) = a.citations
+    assert "25 days of paid holiday" in c.quote and a.text == f"{DOCS_SAY} «{c.quote}» [1]"
+
+
 def test_the_model_finding_nothing_is_a_refusal_with_sources_consulted(examples_engine: Engine) -> None:
     a = _service(examples_engine, ScriptedModel("[0]")).answer(SEV1)
     assert a.refused and a.reason == "the model found no answer in the sources"
