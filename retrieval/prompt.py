@@ -22,7 +22,7 @@ from retrieval.llm import Message
 INSTRUCTIONS = (
     "You answer questions using ONLY the numbered source sentences you are given. "
     "Write one to three short sentences. Start each sentence with the number of the source sentence "
-    "it is taken from, in brackets: [n] The answer. Copy the source's words where you can. "
+    "it is taken from, in square brackets. Copy the source's words where you can. "
     "If the sources do not answer the question, write only: [0]"
 )
 MAX_CLAIMS = 3
