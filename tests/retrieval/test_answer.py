@@ -99,7 +99,7 @@ def test_a_bare_no_is_shown_as_the_evidence_itself(examples_engine: Engine) -> N
 
 
 def test_a_bare_number_is_shown_with_the_sentence_that_holds_it(examples_engine: Engine) -> None:
-    """"25", cited to the first sentence (about parental leave, no 25), is a pointer: the
+    """A bare "25", cited to the first sentence (about parental leave, no 25), is a pointer: the
     reader sees the sentence that says 25, not the one ranked first."""
     model = ScriptedModel(lambda p: "[1] 25.")
     a = _service(examples_engine, model).answer("How many days of leave do I get?")
