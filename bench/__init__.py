@@ -24,6 +24,7 @@ from bot.runtime import Runtime
 from config.settings import Settings
 from retrieval.cpu import cpu_info
 from retrieval.gate import decide
+from retrieval.llm_weights import CACHE_FILE
 from retrieval.search import Searcher, Snapshot
 from retrieval.store import StoredIndex
 from retrieval.types import Chunk
@@ -62,8 +63,8 @@ def _stage_lines(samples: dict[str, list[float]], names: Sequence[str]) -> list[
 
 
 def seed_models(live: Path, target: Path) -> bool:
-    """Give the temporary data dir the live one's runtime choice and ONNX export (copied)
-    and its assembled GGUFs (linked: llama.cpp only reads them), so the bench times and
+    """Give the temporary data dir the live one's runtime choices and ONNX export (copied)
+    and its GGUFs, assembled and converted (linked: llama.cpp only reads them), so the bench times and
     measures the memory of what serving runs, without re-measuring the runtimes (which
     loads every one of them) or assembling the model again. Nothing live is written."""
     choice = live / "embed-runtime.json"
@@ -75,6 +76,8 @@ def seed_models(live: Path, target: Path) -> bool:
         shutil.copytree(live / "onnx", target / "onnx")
     for gguf in live.glob("*.gguf"):
         (target / gguf.name).symlink_to(gguf.resolve())
+    if (live / CACHE_FILE).is_file():
+        shutil.copyfile(live / CACHE_FILE, target / CACHE_FILE)
     return True
 
 
@@ -113,7 +116,10 @@ def bench(
         echo(f"\nQuery latency over {len(qs)} questions ({len(searcher.snapshot.chunks)} chunks):")
         echo("\n".join(_stage_lines(_query_stages(searcher, qs, rt), (*STAGES, "total retrieval"))))
         if answers:
+            weights = getattr(rt.model, "weights", None)
             echo(f"\nAnswers over {min(answers, len(qs))} questions ({rt.model.name}):")
+            if weights is not None:
+                echo(f"  weights                {weights.describe()}")
             echo("\n".join(_answer_lines(rt, qs[:answers])))
         if slack:
             echo(f"\nSlack, through the real Bolt app and a fake Web API, {min(slack, len(qs))} questions one by one:")

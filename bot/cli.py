@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
@@ -72,12 +73,26 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
 
     Settings come from FOOTNOTE_* environment variables or a .env file.
     """
+    _say_one_time_work()
     try:
         ctx.obj = load_settings(data_dir=data_dir)
     except ValidationError as exc:
         for line in settings_errors(exc):
             click.secho(line, fg="red", err=True)
         sys.exit(2)
+
+
+def _say_one_time_work() -> None:
+    """The model loaders say on stderr when they do once-per-machine work (an ONNX export,
+    timing the language model's weights): the first `footnote ask` should not just hang."""
+    for name in ("footnote.embed", "footnote.llm"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("footnote: %(message)s"))
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False  # `serve` logs through the root logger: say it once
 
 
 def _reindex_option(fn: F) -> F:
@@ -156,6 +171,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     sync marks and rebuilds them). Files the sync skips are listed with the reason.
     """
     from retrieval.embed import describe_cached_choice
+    from retrieval.llm_weights import describe_cached_weights
 
     rt = Runtime(settings)
     engine = rt.engine
@@ -174,7 +190,15 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
         }
         runtime = describe_cached_choice(settings.data_dir / "models")
         click.echo(
-            json.dumps({**out, "docs_folder": engine.manifest.docs_folder(), "embedding_runtime": runtime}, indent=2)
+            json.dumps(
+                {
+                    **out,
+                    "docs_folder": engine.manifest.docs_folder(),
+                    "embedding_runtime": runtime,
+                    "llm_weights": describe_cached_weights(settings.data_dir / "models"),
+                },
+                indent=2,
+            )
         )
         return
     for d in docs:
@@ -189,6 +213,8 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
         click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")
     _print_totals(recs)
     click.echo(f"Embedding runtime: {describe_cached_choice(settings.data_dir / 'models')}")
+    if not settings.llm_url:
+        click.echo(f"Language model weights: {describe_cached_weights(settings.data_dir / 'models')}")
     click.echo(_gate_text(rt, calibrate))
 
 

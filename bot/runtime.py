@@ -146,6 +146,7 @@ class Runtime:
             packaged=s.llm,
             n_batch=s.llm_batch,
             flash_attn=s.llm_flash_attn,
+            weights=s.llm_weights,
             deadline_s=s.answer_deadline_s,
         )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -113,7 +114,17 @@ def source_heading(hit: Hit) -> str:
     return f"{c.doc_title} — {c.section}" if c.section else c.doc_title
 
 
-def sources_block(sentences: Sequence[SourceSentence]) -> str:
+class Numbered(Protocol):
+    """What the prompt shows of a sentence: its number and its words."""
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+def sources_block(sentences: Sequence[Numbered]) -> str:
     """The SOURCES part of the prompt: the numbered sentences, one per line, no headings.
 
     Measured on the dev set (4 sentences, the 0.5B model): with each passage's

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from retrieval.evidence import SourceSentence, sources_block
+from retrieval.evidence import Numbered, sources_block
 from retrieval.llm import Message
 
 INSTRUCTIONS = (
@@ -39,7 +39,7 @@ class Claim:
     cite: int
 
 
-def build_prompt(question: str, sentences: Sequence[SourceSentence], context: Sequence[str] = ()) -> list[Message]:
+def build_prompt(question: str, sentences: Sequence[Numbered], context: Sequence[str] = ()) -> list[Message]:
     """Fixed instructions (a cacheable prefix), then the numbered sentences and the question."""
     earlier = "".join(f"Earlier question in this conversation: {q}\n" for q in context)
     user = f"SOURCES\n{sources_block(sentences)}\n\n{earlier}QUESTION\n{question}"

@@ -280,6 +280,28 @@ class ScriptedModel:
         return reply
 
 
+class TimedModel(ScriptedModel):
+    """A scripted model that moves a fake clock as if it read the prompt for ``first``
+    seconds and wrote the rest of the reply in ``rest``."""
+
+    def __init__(self, reply: str | object, clock: FakeClock, first: float, rest: float) -> None:
+        super().__init__(reply)
+        self.clock, self.first, self.rest = clock, first, rest
+
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: Grammar | None = None,
+        deadline_s: float | None = None,
+    ) -> str:
+        self.clock.advance(self.first)
+        reply = super().complete(messages, max_tokens, on_token, grammar, deadline_s)
+        self.clock.advance(self.rest)
+        return reply
+
+
 class ToyVocabulary:
     """A model's token table in miniature: token id -> (bytes, ends generation); b"<eos>" ends."""
 

@@ -13,11 +13,14 @@ def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_the
     (live / "embed-runtime.json").write_text('{"chosen": "onnx"}')
     (live / "onnx" / "abc" / "model.onnx").write_bytes(b"onnx")
     (live / "model.gguf").write_bytes(b"GGUF")
+    (live / "model.f16.gguf").write_bytes(b"GGUF f16")
+    (live / "llm-weights.json").write_text('{"chosen": "f16"}')
     target = tmp_path / "bench" / "models"
     assert seed_models(live, target)
     assert (target / "embed-runtime.json").read_text() == '{"chosen": "onnx"}'
     assert not (target / "onnx").is_symlink() and (target / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
     assert (target / "model.gguf").is_symlink() and (target / "model.gguf").read_bytes() == b"GGUF"
+    assert (target / "model.f16.gguf").is_symlink() and (target / "llm-weights.json").read_text() == '{"chosen": "f16"}'
     (target / "onnx" / "abc" / "model.onnx").write_bytes(b"changed")  # the bench's copy, not the live export
     assert (live / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
 

@@ -1,0 +1,245 @@
+"""Which form of an in-process GGUF's weights answers fastest on this CPU, measured.
+
+A GGUF is quantised for size: the default 0.5B is mostly Q5_0 (its 896-wide rows do
+not fit the K-quants' 256 blocks). llama.cpp reads a prompt through that type's
+matrix kernels, and on a CPU without fast ones the same weights widened to 8 bits
+(Q8_0) or 16 bits (F16) read the prompt sooner: on a 2-core AMD EPYC (AVX2, no
+AVX-512) the first token of a dev prompt came after 1.41 s as shipped, 1.10 s as Q8_0
+and 0.81 s as F16, whole answers in 2.30, 1.93 and 1.99 s, and 59 of 61 dev answers
+were the same word for word (the answer figures were identical). Widening keeps every
+value the file holds (up to F16/Q8_0 rounding), so it is a runtime, not another model.
+
+Which form wins depends on the CPU, so each is timed here on fixed probe prompts (the
+answer format, four source sentences, the instructions cached as in serving) and the
+one with the earliest first token wins unless its whole answer is more than
+``ANSWER_SLACK`` slower than the fastest. A form whose probe answers disagree with the
+shipped weights' (other sentences cited, other words) is not taken. The choice is cached per file, CPU and llama.cpp
+version in the data dir, the losing conversions deleted; ``FOOTNOTE_LLM_WEIGHTS``
+forces one. Files already 8-bit or wider are used as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from retrieval.cpu import cpu_info
+from retrieval.errors import ModelError
+from retrieval.llm import LanguageModel
+from retrieval.prompt import AnswerFormat, build_prompt, parse_claims
+from retrieval.support import content_words
+
+log = logging.getLogger("footnote.llm")
+
+Weights = Literal["as-shipped", "q8_0", "f16"]
+WeightsChoice = Literal["auto", "as-shipped", "q8_0", "f16"]
+WIDENED: tuple[Weights, ...] = ("q8_0", "f16")
+ANSWER_SLACK = 1.10  # the earliest first token wins unless its answer is >10 % slower than the fastest
+CACHE_FILE = "llm-weights.json"
+
+Load = Callable[[Path], LanguageModel]
+Convert = Callable[[Path, Path, Weights], None]
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class _Line:
+    n: int
+    text: str
+
+
+# Probe prompts shaped like Footnote's (four numbered sentences, ~150 tokens, a question).
+_PROBE_SOURCES = (
+    "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes and open an incident channel.",
+    "A SEV1 is a full outage of the customer dashboard or data loss; a SEV2 is a degraded service with a workaround.",
+    "Every SEV1 and SEV2 gets a blameless post-mortem, written within five working days and reviewed on Thursday.",
+    "Everyone gets 25 days of paid holiday per calendar year, plus the public holidays of the country they work in.",
+)
+PROBE_QUESTIONS = (
+    "How fast must a SEV1 page be acknowledged?",
+    "When is the post-mortem of an outage written?",
+    "How many days of paid holiday does everyone get?",
+)
+
+
+@dataclass(frozen=True)
+class WeightsTrial:
+    weights: str
+    first_token_s: float
+    answer_s: float
+    same_answers: bool  # its probe answers agree with the shipped weights' (see :func:`alike`)
+
+
+@dataclass(frozen=True)
+class WeightsReport:
+    """What the language model runs on, and why (printed by status and bench)."""
+
+    chosen: str
+    path: Path
+    how: str  # "forced by FOOTNOTE_LLM_WEIGHTS", "measured", "cached measurement", "already 8-bit or wider"
+    trials: tuple[WeightsTrial, ...] = ()
+
+    def describe(self) -> str:
+        tried = ", ".join(
+            f"{t.weights} first token {t.first_token_s:.2f} s, answer {t.answer_s:.2f} s"
+            + ("" if t.same_answers else " (answers differ: not taken)")
+            for t in self.trials
+        )
+        return f"{self.chosen} ({self.how}{': ' + tried if tried else ''})"
+
+
+def widenable(file_type: int | None) -> bool:
+    """Whether the GGUF's ``general.file_type`` is narrower than 8 bits (F32 0, F16 1,
+    Q8_0 7 and BF16 32 are not; an unknown type is left alone)."""
+    return file_type is not None and file_type not in (0, 1, 7, 32)
+
+
+def converted_path(src: Path, weights: Weights) -> Path:
+    return src if weights == "as-shipped" else src.with_name(f"{src.stem}.{weights}.gguf")
+
+
+def probe(model: LanguageModel, clock: Clock = time.perf_counter) -> tuple[float, float, list[str]]:
+    """First-token and answer seconds (medians over the probe questions after a warm-up
+    that caches the instructions, as serving does), and the answers."""
+    fmt = AnswerFormat(len(_PROBE_SOURCES))
+    model.complete(build_prompt("Warm up.", _lines(0)), 1, grammar=fmt)
+    firsts: list[float] = []
+    totals: list[float] = []
+    answers: list[str] = []
+    for i, q in enumerate(PROBE_QUESTIONS, start=1):
+        seen: list[float] = []
+        t = clock()
+        out = model.complete(
+            build_prompt(q, _lines(i)),
+            48,
+            lambda _p, seen=seen: seen.append(clock()) if not seen else None,
+            grammar=fmt,
+        )
+        done = clock()
+        firsts.append((seen[0] if seen else done) - t)
+        totals.append(done - t)
+        answers.append(out)
+    return _median(firsts), _median(totals), answers
+
+
+def _lines(turn: int) -> list[_Line]:
+    """The probe sources, in another order at each turn: serving caches the instructions
+    but never the sources, so neither may the probe."""
+    order = _PROBE_SOURCES[turn % 4 :] + _PROBE_SOURCES[: turn % 4]
+    return [_Line(i, t) for i, t in enumerate(order, start=1)]
+
+
+def alike(a: str, b: str) -> bool:
+    """Two answers to one probe agree: the same sentence numbers, and the shorter one's
+    content words mostly in the longer (greedy decoding flips between "5 minutes." and
+    the whole sentence that says so on a near tie; a broken conversion shares nothing)."""
+    ca, cb = parse_claims(a), parse_claims(b)
+    if [c.cite for c in ca] != [c.cite for c in cb]:
+        return False
+    wa, wb = content_words(a), content_words(b)
+    if not wa or not wb:
+        return wa == wb
+    return len(wa & wb) >= 0.5 * min(len(wa), len(wb))
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    return s[len(s) // 2]
+
+
+def pick(trials: Sequence[WeightsTrial]) -> str:
+    """The earliest first token among the forms that answer like the shipped weights and
+    whose whole answer is within ``ANSWER_SLACK`` of the fastest."""
+    ok = [t for t in trials if t.same_answers]
+    fastest = min(t.answer_s for t in ok)
+    return min((t for t in ok if t.answer_s <= fastest * ANSWER_SLACK), key=lambda t: t.first_token_s).weights
+
+
+def _key(src: Path, version: str) -> str:
+    return f"{src.name}|{src.stat().st_size}|{cpu_info().key()}|llama.cpp {version}"
+
+
+def choose_weights(
+    src: Path,
+    choice: WeightsChoice,
+    *,
+    file_type: Callable[[], int | None],
+    load: Load,
+    convert: Convert,
+    version: str,
+    clock: Clock = time.perf_counter,
+) -> WeightsReport:
+    """The setting when it forces a form; else the cached measurement; else measure."""
+    if choice != "auto":
+        if choice != "as-shipped" and not widenable(file_type()):
+            log.warning("FOOTNOTE_LLM_WEIGHTS=%s on a GGUF already 8-bit or wider: used as it is", choice)
+            return WeightsReport("as-shipped", src, "already 8-bit or wider")
+        return WeightsReport(choice, _ensure(src, choice, convert), "forced by FOOTNOTE_LLM_WEIGHTS")
+    cache = src.parent / CACHE_FILE
+    key = _key(src, version)
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data["key"] == key:
+            trials = tuple(WeightsTrial(**t) for t in data["trials"])
+            return WeightsReport(data["chosen"], _ensure(src, data["chosen"], convert), "cached measurement", trials)
+    if widenable(file_type()):
+        log.info("timing %s as shipped, as Q8_0 and as F16 on this CPU (once, ~40 s)", src.name)
+        trials = measure(src, load, convert, clock)
+        chosen, how = pick(trials), "measured"
+        for w in WIDENED:  # a conversion that lost is 0.7-1.3 GB of disk for nothing
+            if w != chosen:
+                converted_path(src, w).unlink(missing_ok=True)
+    else:
+        trials, chosen, how = [], "as-shipped", "already 8-bit or wider"
+    with contextlib.suppress(OSError):
+        cache.write_text(
+            json.dumps({"key": key, "chosen": chosen, "trials": [asdict(t) for t in trials]}), encoding="utf-8"
+        )
+    report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials))  # type: ignore[arg-type]
+    log.info("language model weights: %s", report.describe())
+    return report
+
+
+def measure(src: Path, load: Load, convert: Convert, clock: Clock = time.perf_counter) -> list[WeightsTrial]:
+    """Time the shipped weights and each widened form on the probes (one model loaded at a time)."""
+    trials: list[WeightsTrial] = []
+    reference: list[str] | None = None
+    for w in ("as-shipped", *WIDENED):
+        try:
+            model = load(_ensure(src, w, convert))  # type: ignore[arg-type]
+            first, total, answers = probe(model, clock)
+        except ModelError as exc:  # a failed conversion (disk full) is a result: that form is not taken
+            log.warning("language model weights %s not usable here: %s", w, exc)
+            if w == "as-shipped":
+                raise
+            continue
+        finally:
+            model = None  # free it before the next form is loaded
+        reference = reference if reference is not None else answers
+        same = all(alike(a, r) for a, r in zip(answers, reference, strict=True))
+        trials.append(WeightsTrial(w, round(first, 3), round(total, 3), same))
+    return trials
+
+
+def _ensure(src: Path, weights: str, convert: Convert) -> Path:
+    target = converted_path(src, weights)  # type: ignore[arg-type]
+    if not target.is_file():
+        convert(src, target, weights)  # type: ignore[arg-type]
+    return target
+
+
+def describe_cached_weights(models_dir: Path) -> str:
+    """The form the last measurement chose here, for `footnote status` (reads, never measures)."""
+    try:
+        data = json.loads((models_dir / CACHE_FILE).read_text(encoding="utf-8"))
+        trials = tuple(WeightsTrial(**t) for t in data["trials"])
+        report = WeightsReport(data["chosen"], models_dir, "measured", trials)
+    except (OSError, ValueError, KeyError, TypeError):
+        return "not measured yet on this machine; the first answer measures"
+    return report.describe()

@@ -1,0 +1,150 @@
+"""Which form of the GGUF's weights the language model runs on: measured, cached, forced.
+
+Timed fakes (a fake clock the fake models move) for the choice; the packaged model for
+the conversion itself (the session's real model was chosen by the same code).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from retrieval.errors import ModelError
+from retrieval.llm import LanguageModel
+from retrieval.llm_weights import (
+    CACHE_FILE,
+    WeightsTrial,
+    alike,
+    choose_weights,
+    converted_path,
+    describe_cached_weights,
+    pick,
+    widenable,
+)
+from tests.fakes import FakeClock, TimedModel
+
+Q5_0 = 8  # general.file_type of a mostly-Q5_0 file, like the packaged 0.5B
+
+
+class Forms:
+    """Fake GGUF forms: what each answers and how long it takes; records loads and conversions."""
+
+    def __init__(self, tmp: Path, timing: dict[str, tuple[float, float]], replies: dict[str, str] | None = None):
+        self.src = tmp / "model.gguf"
+        self.src.write_bytes(b"GGUF shipped")
+        self.clock = FakeClock()
+        self.timing = timing
+        self.replies = replies or {}
+        self.loaded: list[str] = []
+        self.converted: list[str] = []
+
+    def form_of(self, path: Path) -> str:
+        return "as-shipped" if path == self.src else path.name.split(".")[-2]
+
+    def load(self, path: Path) -> LanguageModel:
+        form = self.form_of(path)
+        self.loaded.append(form)
+        first, rest = self.timing[form]
+        return TimedModel(self.replies.get(form, "[1] Within 5 minutes."), self.clock, first, rest)
+
+    def convert(self, src: Path, dst: Path, weights: str) -> None:
+        if weights not in self.timing:
+            raise ModelError(f"cannot write {dst}: no space left on device")
+        self.converted.append(weights)
+        dst.write_bytes(b"GGUF " + weights.encode())
+
+    def choose(self, choice: str = "auto", file_type: int | None = Q5_0):  # type: ignore[no-untyped-def]
+        return choose_weights(
+            self.src, choice, file_type=lambda: file_type, load=self.load, convert=self.convert,  # type: ignore[arg-type]
+            version="0.3.36", clock=self.clock,
+        )  # fmt: skip
+
+
+AVX2_LIKE = {"as-shipped": (1.4, 0.9), "q8_0": (1.1, 0.8), "f16": (0.8, 1.2)}
+
+
+def test_auto_measures_every_form_and_takes_the_earliest_first_token_within_the_answer_slack(tmp_path: Path) -> None:
+    forms = Forms(tmp_path, AVX2_LIKE)
+    report = forms.choose()
+    assert report.how == "measured" and forms.loaded == ["as-shipped", "q8_0", "f16"]
+    # answers: 2.3, 1.9, 2.0 s; f16 is within 10 % of the fastest and reads the prompt soonest
+    assert report.chosen == "f16" and report.path == converted_path(forms.src, "f16") and report.path.is_file()
+    assert not converted_path(forms.src, "q8_0").exists()  # the losing conversion is deleted
+    by = {t.weights: t for t in report.trials}
+    assert by["q8_0"].first_token_s == pytest.approx(1.1) and by["q8_0"].answer_s == pytest.approx(1.9)
+    assert "f16 first token 0.80 s, answer 2.00 s" in report.describe()
+
+
+def test_a_form_much_slower_to_finish_loses_even_with_the_earliest_first_token(tmp_path: Path) -> None:
+    forms = Forms(tmp_path, {"as-shipped": (1.4, 0.9), "q8_0": (1.1, 0.8), "f16": (0.8, 1.6)})  # f16: 2.4 s
+    assert forms.choose().chosen == "q8_0"
+
+
+def test_a_form_that_answers_differently_is_not_taken(tmp_path: Path) -> None:
+    forms = Forms(tmp_path, AVX2_LIKE, replies={"f16": "[2] Something else."})
+    report = forms.choose()
+    assert report.chosen == "q8_0"
+    assert "f16 first token 0.80 s, answer 2.00 s (answers differ: not taken)" in report.describe()
+
+
+def test_the_measurement_is_cached_per_file_and_cpu_and_reused_without_loading(tmp_path: Path) -> None:
+    first = Forms(tmp_path, AVX2_LIKE)
+    first.choose()
+    again = Forms(tmp_path, AVX2_LIKE)
+    report = again.choose()
+    assert report.how == "cached measurement" and report.chosen == "f16" and again.loaded == []
+    assert again.converted == []  # the chosen conversion was kept
+    assert "f16" in describe_cached_weights(tmp_path)
+    cache = json.loads((tmp_path / CACHE_FILE).read_text())
+    cache["key"] = cache["key"].replace("0.3.36", "0.4.0")  # another llama.cpp measures again
+    (tmp_path / CACHE_FILE).write_text(json.dumps(cache))
+    assert Forms(tmp_path, AVX2_LIKE).choose().how == "measured"
+
+
+def test_the_setting_forces_a_form_without_measuring(tmp_path: Path) -> None:
+    forms = Forms(tmp_path, AVX2_LIKE)
+    report = forms.choose("q8_0")
+    assert report.chosen == "q8_0" and report.how == "forced by FOOTNOTE_LLM_WEIGHTS"
+    assert forms.loaded == [] and forms.converted == ["q8_0"] and report.path.is_file()
+    assert forms.choose("as-shipped").path == forms.src
+
+
+def test_a_file_already_8_bit_or_wider_is_used_as_it_is(tmp_path: Path) -> None:
+    for file_type in (0, 1, 7, 32, None):
+        assert not widenable(file_type)
+    forms = Forms(tmp_path, AVX2_LIKE)
+    report = forms.choose(file_type=7)
+    assert report.chosen == "as-shipped" and report.path == forms.src and forms.loaded == []
+    assert forms.choose("f16", file_type=1).path == forms.src  # forcing cannot narrow a wide file
+
+
+def test_a_failed_conversion_leaves_that_form_out(tmp_path: Path) -> None:
+    forms = Forms(tmp_path, {"as-shipped": (1.4, 0.9), "q8_0": (1.1, 0.8)})  # f16 cannot be written
+    report = forms.choose()
+    assert report.chosen == "q8_0" and [t.weights for t in report.trials] == ["as-shipped", "q8_0"]
+
+
+def test_answers_alike_cite_the_same_sentences_with_the_same_words() -> None:
+    whole = "[1] For a SEV1, the on-call engineer must acknowledge the page within 5 minutes."
+    assert alike("[1] Acknowledge within 5 minutes.", whole)  # a near tie of greedy decoding
+    assert not alike("[2] Acknowledge within 5 minutes.", whole)  # another sentence cited
+    assert not alike("[1] Zebra quantum marmalade oscillates.", whole)  # a broken conversion
+    assert alike("[0]", "[0]") and not alike("[0]", whole)
+
+
+def test_pick_needs_the_shipped_answers() -> None:
+    trials = [WeightsTrial("as-shipped", 1.4, 2.3, True), WeightsTrial("f16", 0.5, 1.0, False)]
+    assert pick(trials) == "as-shipped"
+
+
+def test_the_packaged_model_runs_on_a_measured_form_that_answers_like_the_shipped_file(
+    real_model: LanguageModel,
+) -> None:
+    report = real_model.weights  # type: ignore[attr-defined]
+    assert report.how in ("measured", "cached measurement")
+    assert report.path.is_file() and report.path.read_bytes()[:4] == b"GGUF"
+    # Every widened form was converted, loaded, timed and answered the probes like the shipped file.
+    assert [t.weights for t in report.trials] == ["as-shipped", "q8_0", "f16"]
+    assert all(t.same_answers and 0 < t.first_token_s < t.answer_s for t in report.trials)
