@@ -21,8 +21,8 @@ from tests.conftest import EXAMPLES
 from tests.fakes import ScriptedModel
 
 
-def _service(engine: Engine, model: LanguageModel) -> AnswerService:
-    return AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=EXAMPLES)
+def _service(engine: Engine, model: LanguageModel, **kw: int) -> AnswerService:
+    return AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=EXAMPLES, **kw)  # type: ignore[arg-type]
 
 
 def _doc(path: str) -> str:
@@ -102,7 +102,7 @@ def test_a_bare_number_is_shown_with_the_sentence_that_holds_it(examples_engine:
     """A bare "25", cited to the first sentence (about parental leave, no 25), is a pointer: the
     reader sees the sentence that says 25, not the one ranked first."""
     model = ScriptedModel(lambda p: "[1] 25.")
-    a = _service(examples_engine, model).answer("How many days of leave do I get?")
+    a = _service(examples_engine, model, max_sentences=4).answer("How many days of leave do I get?")
     assert a.check.shown_as_evidence and a.check.too_short == 1
     (c,) = a.citations
     assert "25 days of paid holiday" in c.quote and a.text == f"{DOCS_SAY} «{c.quote}» [1]"
