@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import ValidationError
@@ -24,6 +24,9 @@ from bot.runtime import Runtime
 from config.settings import Settings, load_settings
 from retrieval.errors import FootnoteError
 from retrieval.manifest import DocRecord, totals
+
+if TYPE_CHECKING:
+    from retrieval.embed import Embedder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -445,12 +448,16 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     marking the threshold self-calibrated on DOCS (or FOOTNOTE_GATE_THRESHOLD).
 
     Always indexes DOCS into a temporary directory: the live index is never
-    touched, even when DOCS is the configured docs folder.
+    touched, even when DOCS is the configured docs folder. Every text's vector is
+    remembered in DATA_DIR/eval-cache (by model and text hash), so the next eval
+    embeds only what changed.
     """
     import tempfile
 
     from bot.eval_report import format_answers, format_eval, write_plots
     from retrieval.eval_suite import load_documents, run_eval
+    from retrieval.model_files import seed_models
+    from retrieval.vector_cache import CachingEmbedder
 
     if plots_dir is not None and importlib.util.find_spec("matplotlib") is None:
         raise click.ClickException("--plots needs matplotlib, an optional extra: pip install 'footnote[plots]'")
@@ -459,8 +466,14 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     docs_dir = (docs_dir or settings.docs_dir).resolve()
     with tempfile.TemporaryDirectory(prefix="footnote-eval-") as tmp:
         # A private index, whatever DOCS is: evaluating never syncs (or marks) the live one.
+        # Its models are the live ones (the runtime choices made here, not measured again).
+        seed_models(settings.data_dir / "models", Path(tmp) / "models")
+        live_data = settings.data_dir
         settings = settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp), "chroma_url": None})
-        rt = Runtime(settings)
+        # Every text embedded once and remembered (in the live data dir, beside the index, never in
+        # it) for the next eval: an unchanged corpus is evaluated again without embedding anything.
+        vectors = CachingEmbedder(Runtime(settings).embedder, live_data / "eval-cache")
+        rt = Runtime(settings, vectors)
         click.echo(f"Indexing {docs_dir} …", err=True)
         rt.engine.sync(progress=sys.stderr.isatty())
         cal = _calibration(rt, compute=True)
@@ -478,7 +491,8 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
         )
         answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
         gate_text = _gate_text(rt, compute=False)  # while the index exists
-        folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp)) if cv else []
+        folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors) if cv else []
+        vectors.save()
     click.echo(format_eval(report))
     click.echo("\n" + gate_text)
     out = report.as_json()
@@ -499,12 +513,15 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             click.echo(f"Wrote {png}")
 
 
-def _cross_validation(settings: Settings, docs_dir: Path, qs: list[Any], oods: list[Any], tmp: Path) -> list[Any]:
+def _cross_validation(
+    settings: Settings, docs_dir: Path, qs: list[Any], oods: list[Any], tmp: Path, embedder: Embedder
+) -> list[Any]:
     """Index each half of DOCS on its own and cross-validate the gate between them."""
     import shutil
 
     from retrieval.calibrate import Half, cross_validate, document_of, halves_by_document
     from retrieval.eval_suite import load_documents
+    from retrieval.model_files import seed_models
 
     docs = load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr)
     owner = {q.question: document_of(q.needle, docs) for q in qs}
@@ -514,7 +531,8 @@ def _cross_validation(settings: Settings, docs_dir: Path, qs: list[Any], oods: l
         for p in paths:
             (folder / "docs" / p).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(docs_dir / p, folder / "docs" / p)
-        rt = Runtime(settings.model_copy(update={"docs_dir": folder / "docs", "data_dir": folder / "data"}))
+        seed_models(tmp / "models", folder / "data" / "models")  # the eval's own, seeded from the live dir
+        rt = Runtime(settings.model_copy(update={"docs_dir": folder / "docs", "data_dir": folder / "data"}), embedder)
         click.echo(f"Cross-validation: indexing half {i + 1} ({len(paths)} documents) …", err=True)
         rt.engine.sync()
         mine = [q.question for q in qs if owner[q.question] in paths]

@@ -18,7 +18,7 @@ from config.settings import Settings
 from retrieval.answer import AnswerService
 from retrieval.calibrate import Calibration, CalibrationCache, CalibrationConfig, Calibrator
 from retrieval.chunk import ChunkerConfig
-from retrieval.embed import Embedder, SentenceTransformerEmbedder, load_embedder
+from retrieval.embed import Embedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
 from retrieval.gate import DEFAULT_THRESHOLD, GateConfig
 from retrieval.lease import ChromaLease, FileLease, Lease
@@ -70,13 +70,16 @@ def build_engine(
 
 
 class Runtime:
-    """Lazily loads each model once per process."""
+    """Lazily loads each model once per process. ``embedder`` replaces the configured one
+    (the eval passes one that remembers its vectors)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
+        if embedder is not None:
+            self.__dict__["embedder"] = embedder  # what the cached property would have loaded
 
     @cached_property
-    def embedder(self) -> SentenceTransformerEmbedder:
+    def embedder(self) -> Embedder:
         s = self.settings
         return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models")
 

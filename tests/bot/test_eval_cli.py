@@ -67,7 +67,9 @@ def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch
     assert "Paired exact sign tests" in res.output and "← default" in res.output
     for png in ("recall.png", "refusal_sweep.png"):
         assert (plots / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not (tmp_path / "live").exists()  # even on the live folder: a temporary index, the live one untouched
+    # Even on the live folder: a temporary index; the live data dir only gains the eval's vector cache.
+    assert [p.name for p in (tmp_path / "live").iterdir()] == ["eval-cache"]
+    assert len(list((tmp_path / "live" / "eval-cache").glob("*.npz"))) == 1
 
 
 def test_eval_rejects_a_question_without_a_needle(tmp_path: Path) -> None:
