@@ -24,7 +24,7 @@ from bot.runtime import Runtime
 from config.settings import Settings
 from retrieval.cpu import cpu_info
 from retrieval.gate import decide
-from retrieval.llm_weights import CACHE_FILE
+from retrieval.model_files import seed_models
 from retrieval.search import Searcher, Snapshot
 from retrieval.store import StoredIndex
 from retrieval.types import Chunk
@@ -62,25 +62,6 @@ def _stage_lines(samples: dict[str, list[float]], names: Sequence[str]) -> list[
     return out
 
 
-def seed_models(live: Path, target: Path) -> bool:
-    """Give the temporary data dir the live one's runtime choices and ONNX export (copied)
-    and its GGUFs, assembled and converted (linked: llama.cpp only reads them), so the bench times and
-    measures the memory of what serving runs, without re-measuring the runtimes (which
-    loads every one of them) or assembling the model again. Nothing live is written."""
-    choice = live / "embed-runtime.json"
-    if not choice.is_file():
-        return False
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(choice, target / choice.name)
-    if (live / "onnx").is_dir():
-        shutil.copytree(live / "onnx", target / "onnx")
-    for gguf in live.glob("*.gguf"):
-        (target / gguf.name).symlink_to(gguf.resolve())
-    if (live / CACHE_FILE).is_file():
-        shutil.copyfile(live / CACHE_FILE, target / CACHE_FILE)
-    return True
-
-
 def bench(
     settings: Settings,
     docs_dir: Path,
@@ -97,8 +78,8 @@ def bench(
         t = time.perf_counter()
         rt.embedder.embed(["warm up"])
         echo(f"CPU                    {cpu_info().describe()}")
-        choice = rt.embedder.choice
-        echo(f"embedding runtime      {choice.describe() if choice else rt.embedder.runtime}")
+        choice = getattr(rt.embedder, "choice", None)
+        echo(f"embedding runtime      {choice.describe() if choice else getattr(rt.embedder, 'runtime', '?')}")
         how = "the live data dir's runtime choice and models" if seeded else "includes measuring the runtimes"
         echo(f"embedder load          {time.perf_counter() - t:.1f} s ({how})")
         report = rt.engine.sync()
@@ -140,6 +121,7 @@ def _sync_figures(settings: Settings, docs_dir: Path, generated: int) -> list[st
     with tempfile.TemporaryDirectory(prefix="footnote-bench-sync-") as tmp:
         docs = Path(tmp) / "docs"
         shutil.copytree(docs_dir, docs)
+        seed_models(settings.data_dir / "models", Path(tmp) / "data" / "models")
         rt = Runtime(settings.model_copy(update={"docs_dir": docs, "data_dir": Path(tmp) / "data"}))
         rt.engine.sync()
         lines.append(f"  no-change sync         {rt.engine.sync().seconds:.2f} s")

@@ -6,7 +6,8 @@
 
 A model is assembled once into the data dir, hash-checked against the size and SHA-256
 recorded here (from our own assembly), and moved into place atomically, so a crash
-never leaves a half file that looks like a model.
+never leaves a half file that looks like a model. A temporary data dir (the bench's,
+the eval's) borrows the live one's prepared model files instead of preparing its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -99,3 +101,24 @@ def packaged_gguf(models_dir: Path, which: PackagedModel = "qwen-0.5b") -> Path:
 def default_gguf(models_dir: Path) -> Path:
     """The default model (Qwen2.5-Coder-0.5B-Instruct)."""
     return packaged_gguf(models_dir, "qwen-0.5b")
+
+
+def seed_models(live: Path, target: Path) -> bool:
+    """Give a temporary data dir's ``models`` the live one's runtime choices and ONNX export
+    (copied) and its GGUFs, assembled and converted (linked: llama.cpp only reads them), so
+    `footnote bench` and `footnote eval` run what serving runs without measuring the
+    runtimes again (which loads every one of them: ~30 s) or assembling the model again.
+    Nothing live is written. False (and nothing done) when the live dir has no choice yet."""
+    choice = live / "embed-runtime.json"
+    if not choice.is_file():
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(choice, target / choice.name)
+    if (live / "onnx").is_dir():
+        shutil.copytree(live / "onnx", target / "onnx")
+    for gguf in live.glob("*.gguf"):
+        (target / gguf.name).symlink_to(gguf.resolve())
+    weights = live / "llm-weights.json"  # retrieval.llm_weights.CACHE_FILE
+    if weights.is_file():
+        shutil.copyfile(weights, target / weights.name)
+    return True

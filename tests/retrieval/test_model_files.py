@@ -1,0 +1,30 @@
+"""A temporary data dir borrowing the live one's model files (bench, eval)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval.model_files import seed_models
+
+
+def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_them(tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    (live / "onnx" / "abc").mkdir(parents=True)
+    (live / "embed-runtime.json").write_text('{"chosen": "onnx"}')
+    (live / "onnx" / "abc" / "model.onnx").write_bytes(b"onnx")
+    (live / "model.gguf").write_bytes(b"GGUF")
+    (live / "model.f16.gguf").write_bytes(b"GGUF f16")
+    (live / "llm-weights.json").write_text('{"chosen": "f16"}')
+    target = tmp_path / "bench" / "models"
+    assert seed_models(live, target)
+    assert (target / "embed-runtime.json").read_text() == '{"chosen": "onnx"}'
+    assert not (target / "onnx").is_symlink() and (target / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
+    assert (target / "model.gguf").is_symlink() and (target / "model.gguf").read_bytes() == b"GGUF"
+    assert (target / "model.f16.gguf").is_symlink() and (target / "llm-weights.json").read_text() == '{"chosen": "f16"}'
+    (target / "onnx" / "abc" / "model.onnx").write_bytes(b"changed")  # the bench's copy, not the live export
+    assert (live / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
+
+
+def test_without_a_live_choice_the_bench_measures_for_itself(tmp_path: Path) -> None:
+    assert not seed_models(tmp_path / "nothing", tmp_path / "bench")
+    assert not (tmp_path / "bench").exists()
