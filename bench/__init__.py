@@ -18,7 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+# isort: off
+import retrieval  # noqa: F401  (first: it puts numpy's BLAS on one thread, as in serving)
 import numpy as np
+
+# isort: on
 
 from bot.runtime import Runtime
 from config.settings import Settings

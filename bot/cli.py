@@ -85,17 +85,27 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
         sys.exit(2)
 
 
+class _StderrUnlessConfigured(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the current stderr, and only while the root logger has no handler of its
+    own (`serve` configures one, pytest adds one): those get the record by propagation."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return
+        self.setStream(sys.stderr)
+        super().emit(record)
+
+
 def _say_one_time_work() -> None:
     """The model loaders say on stderr when they do once-per-machine work (an ONNX export,
     timing the language model's weights): the first `footnote ask` should not just hang."""
     for name in ("footnote.embed", "footnote.llm"):
         logger = logging.getLogger(name)
-        if not logger.handlers:
-            handler = logging.StreamHandler()
+        if not any(isinstance(h, _StderrUnlessConfigured) for h in logger.handlers):
+            handler = _StderrUnlessConfigured()
             handler.setFormatter(logging.Formatter("footnote: %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
-            logger.propagate = False  # `serve` logs through the root logger: say it once
 
 
 def _reindex_option(fn: F) -> F:
@@ -521,7 +531,6 @@ def _cross_validation(
 
     from retrieval.calibrate import Half, cross_validate, document_of, halves_by_document
     from retrieval.eval_suite import load_documents
-    from retrieval.model_files import seed_models
 
     docs = load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr)
     owner = {q.question: document_of(q.needle, docs) for q in qs}
@@ -531,7 +540,6 @@ def _cross_validation(
         for p in paths:
             (folder / "docs" / p).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(docs_dir / p, folder / "docs" / p)
-        seed_models(tmp / "models", folder / "data" / "models")  # the eval's own, seeded from the live dir
         rt = Runtime(settings.model_copy(update={"docs_dir": folder / "docs", "data_dir": folder / "data"}), embedder)
         click.echo(f"Cross-validation: indexing half {i + 1} ({len(paths)} documents) …", err=True)
         rt.engine.sync()

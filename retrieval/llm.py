@@ -28,6 +28,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -362,7 +363,7 @@ def convert_gguf(src: Path, dst: Path, weights: str) -> None:
     if weights == "f16":
         params.output_tensor_type = llama_cpp.GGML_TYPE_Q8_0
         params.token_embedding_type = llama_cpp.GGML_TYPE_Q8_0
-    tmp = dst.with_name(f"{dst.name}.part-{os.getpid()}")
+    tmp = dst.with_name(f"{dst.name}.part-{uuid.uuid4().hex[:12]}")  # not the pid: containers share pids
     try:
         with _quiet_stderr():
             rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(), ctypes.byref(params))
@@ -427,6 +428,7 @@ def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) 
         load=load,
         convert=convert_gguf,
         version=llama_cpp_version(),
+        tuning=f"threads={kw.get('threads') or os.cpu_count()} batch={kw.get('n_batch', 512)} fa={kw.get('flash_attn')}",
     )
     model = load(report.path)
     model.weights = report

@@ -10,21 +10,25 @@ were the same word for word (the answer figures were identical). Widening keeps 
 value the file holds (up to F16/Q8_0 rounding), so it is a runtime, not another model.
 
 Which form wins depends on the CPU, so each is timed here on fixed probe prompts (the
-answer format, four source sentences, the instructions cached as in serving) and the
+answer format, numbered source sentences, the instructions cached as in serving) and the
 one with the earliest first token wins unless its whole answer is more than
 ``ANSWER_SLACK`` slower than the fastest. A form whose probe answers disagree with the
-shipped weights' (other sentences cited, other words) is not taken. The choice is cached per file, CPU and llama.cpp
-version in the data dir, the losing conversions deleted; ``FOOTNOTE_LLM_WEIGHTS``
-forces one. Files already 8-bit or wider are used as they are.
+shipped weights' (other sentences cited, other numbers or words) is not taken. The
+choice is cached beside the file, per file version, CPU, llama.cpp version and llama.cpp
+settings, the losing conversions deleted (one process measures at a time: a file lock);
+``FOOTNOTE_LLM_WEIGHTS`` forces one. Files already 8-bit or wider are used as they are.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import glob
+import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -33,7 +37,7 @@ from retrieval.cpu import cpu_info
 from retrieval.errors import ModelError
 from retrieval.llm import LanguageModel
 from retrieval.prompt import AnswerFormat, build_prompt, parse_claims
-from retrieval.support import content_words
+from retrieval.support import content_words, numbers
 
 log = logging.getLogger("footnote.llm")
 
@@ -41,7 +45,7 @@ Weights = Literal["as-shipped", "q8_0", "f16"]
 WeightsChoice = Literal["auto", "as-shipped", "q8_0", "f16"]
 WIDENED: tuple[Weights, ...] = ("q8_0", "f16")
 ANSWER_SLACK = 1.10  # the earliest first token wins unless its answer is >10 % slower than the fastest
-CACHE_FILE = "llm-weights.json"
+CACHE_SUFFIX = ".weights.json"  # beside the GGUF: <stem>.weights.json
 
 Load = Callable[[Path], LanguageModel]
 Convert = Callable[[Path, Path, Weights], None]
@@ -54,7 +58,7 @@ class _Line:
     text: str
 
 
-# Probe prompts shaped like Footnote's (four numbered sentences, ~150 tokens, a question).
+# Probe prompts shaped like Footnote's (numbered source sentences, ~120 tokens, a question).
 _PROBE_SOURCES = (
     "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes and open an incident channel.",
     "A SEV1 is a full outage of the customer dashboard or data loss; a SEV2 is a degraded service with a workaround.",
@@ -100,8 +104,18 @@ def widenable(file_type: int | None) -> bool:
     return file_type is not None and file_type not in (0, 1, 7, 32)
 
 
+def _version_of(src: Path) -> str:
+    """Which version of the file this is: a model replaced under the same name gets new conversions."""
+    st = src.stat()
+    return hashlib.sha1(f"{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:8]
+
+
 def converted_path(src: Path, weights: Weights) -> Path:
-    return src if weights == "as-shipped" else src.with_name(f"{src.stem}.{weights}.gguf")
+    return src if weights == "as-shipped" else src.with_name(f"{src.stem}.{weights}-{_version_of(src)}.gguf")
+
+
+def cache_path(src: Path) -> Path:
+    return src.with_name(src.stem + CACHE_SUFFIX)
 
 
 def probe(model: LanguageModel, clock: Clock = time.perf_counter) -> tuple[float, float, list[str]]:
@@ -140,7 +154,7 @@ def alike(a: str, b: str) -> bool:
     content words mostly in the longer (greedy decoding flips between "5 minutes." and
     the whole sentence that says so on a near tie; a broken conversion shares nothing)."""
     ca, cb = parse_claims(a), parse_claims(b)
-    if [c.cite for c in ca] != [c.cite for c in cb]:
+    if [c.cite for c in ca] != [c.cite for c in cb] or numbers(a) != numbers(b):
         return False
     wa, wb = content_words(a), content_words(b)
     if not wa or not wb:
@@ -161,8 +175,8 @@ def pick(trials: Sequence[WeightsTrial]) -> str:
     return min((t for t in ok if t.answer_s <= fastest * ANSWER_SLACK), key=lambda t: t.first_token_s).weights
 
 
-def _key(src: Path, version: str) -> str:
-    return f"{src.name}|{src.stat().st_size}|{cpu_info().key()}|llama.cpp {version}"
+def _key(src: Path, version: str, tuning: str) -> str:
+    return f"{src.name}|{_version_of(src)}|{cpu_info().key()}|llama.cpp {version}|{tuning}"
 
 
 def choose_weights(
@@ -173,37 +187,80 @@ def choose_weights(
     load: Load,
     convert: Convert,
     version: str,
+    tuning: str = "",
     clock: Clock = time.perf_counter,
 ) -> WeightsReport:
-    """The setting when it forces a form; else the cached measurement; else measure."""
-    if choice != "auto":
-        if choice != "as-shipped" and not widenable(file_type()):
-            log.warning("FOOTNOTE_LLM_WEIGHTS=%s on a GGUF already 8-bit or wider: used as it is", choice)
-            return WeightsReport("as-shipped", src, "already 8-bit or wider")
-        return WeightsReport(choice, _ensure(src, choice, convert), "forced by FOOTNOTE_LLM_WEIGHTS")
-    cache = src.parent / CACHE_FILE
-    key = _key(src, version)
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        if data["key"] == key:
-            trials = tuple(WeightsTrial(**t) for t in data["trials"])
-            return WeightsReport(data["chosen"], _ensure(src, data["chosen"], convert), "cached measurement", trials)
-    if widenable(file_type()):
-        log.info("timing %s as shipped, as Q8_0 and as F16 on this CPU (once, ~40 s)", src.name)
-        trials = measure(src, load, convert, clock)
-        chosen, how = pick(trials), "measured"
-        for w in WIDENED:  # a conversion that lost is 0.7-1.3 GB of disk for nothing
-            if w != chosen:
-                converted_path(src, w).unlink(missing_ok=True)
-    else:
-        trials, chosen, how = [], "as-shipped", "already 8-bit or wider"
-    with contextlib.suppress(OSError):
-        cache.write_text(
-            json.dumps({"key": key, "chosen": chosen, "trials": [asdict(t) for t in trials]}), encoding="utf-8"
+    """The setting when it forces a form; else the cached measurement; else measure.
+
+    ``tuning`` names the llama.cpp settings (threads, batch, flash attention) the timings
+    depend on. Never fails for want of a conversion: the shipped file always works."""
+    with _locked(src):  # two processes starting at once: one measures, the other reads its result
+        if choice != "auto":
+            return _forced(src, choice, file_type, convert)
+        cache, key = cache_path(src), _key(src, version, tuning)
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            data = json.loads(cache.read_text(encoding="utf-8"))
+            if data["key"] == key and data["chosen"] in ("as-shipped", *WIDENED):
+                trials = tuple(WeightsTrial(**t) for t in data["trials"])
+                return _available(src, data["chosen"], convert, "cached measurement", trials)
+        if not widenable(file_type()):
+            trials, chosen, how = [], "as-shipped", "already 8-bit or wider"
+        else:
+            log.info("timing %s as shipped, as Q8_0 and as F16 on this CPU (once, ~40 s)", src.name)
+            trials = measure(src, load, convert, clock)
+            chosen, how = pick(trials), "measured"
+        _drop_conversions(src, keep=converted_path(src, chosen))  # type: ignore[arg-type]
+        if how != "measured" or len(trials) == 1 + len(WIDENED):  # a form that failed is tried again next time
+            with contextlib.suppress(OSError):
+                cache.write_text(
+                    json.dumps({"key": key, "chosen": chosen, "trials": [asdict(t) for t in trials]}),
+                    encoding="utf-8",
+                )
+        report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials))  # type: ignore[arg-type]
+        log.info("language model weights: %s", report.describe())
+        return report
+
+
+def _forced(src: Path, choice: str, file_type: Callable[[], int | None], convert: Convert) -> WeightsReport:
+    if choice != "as-shipped" and not widenable(file_type()):
+        log.warning(
+            "FOOTNOTE_LLM_WEIGHTS=%s on a GGUF already 8-bit or wider (or of unknown type): used as it is", choice
         )
-    report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials))  # type: ignore[arg-type]
-    log.info("language model weights: %s", report.describe())
-    return report
+        return WeightsReport("as-shipped", src, "as shipped: nothing to widen")
+    return _available(src, choice, convert, "forced by FOOTNOTE_LLM_WEIGHTS")
+
+
+def _available(
+    src: Path, weights: str, convert: Convert, how: str, trials: tuple[WeightsTrial, ...] = ()
+) -> WeightsReport:
+    """The form, converted again if its file went missing; the shipped file if that fails."""
+    try:
+        if not converted_path(src, weights).is_file():  # type: ignore[arg-type]
+            log.info("converting %s to %s (once)", src.name, weights)
+        return WeightsReport(weights, _ensure(src, weights, convert), how, trials)
+    except ModelError as exc:
+        log.warning("language model weights %s not usable (%s): running the file as shipped", weights, exc)
+        return WeightsReport("as-shipped", src, f"{weights} not usable: as shipped", trials)
+
+
+def _drop_conversions(src: Path, keep: Path) -> None:
+    """Conversions that lost, or of an older version of the file: 0.7-1.3 GB each for nothing."""
+    for w in WIDENED:
+        for old in src.parent.glob(f"{glob.escape(src.stem)}.{w}-*.gguf"):
+            if old != keep:
+                old.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _locked(src: Path) -> Iterator[None]:
+    try:
+        f = src.with_name(src.stem + ".weights.lock").open("a")
+    except OSError:  # a read-only models folder: nothing is written there either
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def measure(src: Path, load: Load, convert: Convert, clock: Clock = time.perf_counter) -> list[WeightsTrial]:
@@ -235,11 +292,16 @@ def _ensure(src: Path, weights: str, convert: Convert) -> Path:
 
 
 def describe_cached_weights(models_dir: Path) -> str:
-    """The form the last measurement chose here, for `footnote status` (reads, never measures)."""
-    try:
-        data = json.loads((models_dir / CACHE_FILE).read_text(encoding="utf-8"))
-        trials = tuple(WeightsTrial(**t) for t in data["trials"])
-        report = WeightsReport(data["chosen"], models_dir, "measured", trials)
-    except (OSError, ValueError, KeyError, TypeError):
-        return "not measured yet on this machine; the first answer measures"
-    return report.describe()
+    """The forms the last measurements chose here, for `footnote status` (reads, never measures)."""
+    lines = []
+    for cache in sorted(models_dir.glob(f"*{CACHE_SUFFIX}")):
+        try:
+            data = json.loads(cache.read_text(encoding="utf-8"))
+            trials = tuple(WeightsTrial(**t) for t in data["trials"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        how = "measured" if trials else "already 8-bit or wider"
+        lines.append(
+            f"{cache.name.removesuffix(CACHE_SUFFIX)}: {WeightsReport(data['chosen'], cache, how, trials).describe()}"
+        )
+    return "; ".join(lines) or "not measured yet on this machine; the first answer measures"

@@ -108,17 +108,18 @@ def seed_models(live: Path, target: Path) -> bool:
     (copied) and its GGUFs, assembled and converted (linked: llama.cpp only reads them), so
     `footnote bench` and `footnote eval` run what serving runs without measuring the
     runtimes again (which loads every one of them: ~30 s) or assembling the model again.
-    Nothing live is written. False (and nothing done) when the live dir has no choice yet."""
-    choice = live / "embed-runtime.json"
-    if not choice.is_file():
+    Each is lent when the live dir has it; nothing live is written. True when anything was."""
+    if not live.is_dir():
+        return False
+    choices = [*live.glob("embed-runtime.json"), *live.glob("*.weights.json")]
+    ggufs = list(live.glob("*.gguf"))
+    if not choices and not ggufs and not (live / "onnx").is_dir():
         return False
     target.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(choice, target / choice.name)
+    for choice in choices:
+        shutil.copyfile(choice, target / choice.name)
     if (live / "onnx").is_dir():
         shutil.copytree(live / "onnx", target / "onnx")
-    for gguf in live.glob("*.gguf"):
+    for gguf in ggufs:
         (target / gguf.name).symlink_to(gguf.resolve())
-    weights = live / "llm-weights.json"  # retrieval.llm_weights.CACHE_FILE
-    if weights.is_file():
-        shutil.copyfile(weights, target / weights.name)
     return True

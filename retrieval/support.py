@@ -175,7 +175,7 @@ def best_for_question(
     if not sentences:
         return None
     wanted = numbers(answer)
-    holding = [s for s in sentences if wanted and wanted <= numbers(s.text) | numbers(source_heading(s.hit))]
+    holding = [s for s in sentences if wanted and wanted <= numbers(s.text)]  # in the words quoted
     pool = holding or list(sentences)
     score = {s.n: relevance(s, question_vec, question_idf) for s in pool}
     best = max(pool, key=lambda s: score[s.n])

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,11 +46,11 @@ class CachingEmbedder:
         try:
             with np.load(self.path) as data:
                 keys, vecs = data["keys"], data["vectors"]
-        except (OSError, ValueError, KeyError):  # none yet, or unreadable: start empty
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):  # none yet, or unreadable: start empty
             return {}
-        if vecs.ndim != 2 or vecs.shape[1] != self.dimension or len(keys) != len(vecs):
+        if vecs.ndim != 2 or vecs.shape[1] != self.dimension or keys.shape != (len(vecs), 20):
             return {}
-        return {bytes(k): v for k, v in zip(keys, vecs, strict=True)}
+        return {k.tobytes(): v for k, v in zip(keys, vecs, strict=True)}
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         keys = [_digest(t) for t in texts]
@@ -74,7 +75,8 @@ class CachingEmbedder:
         """Keep this run's vectors (only those) for the next run; a read-only disk only costs speed."""
         if not self._used:
             return
-        keys = np.frombuffer(b"".join(self._used), dtype="S20")
+        # Raw bytes, not numpy's "S20": that strips a digest's trailing NUL bytes on reading.
+        keys = np.frombuffer(b"".join(self._used), dtype=np.uint8).reshape(-1, 20)
         tmp = self.path.with_name(f"{self.path.stem}.{os.getpid()}.tmp.npz")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,4 +23,5 @@ def _blas_threads(env: dict[str, str]) -> str:
 def test_numpy_runs_on_one_blas_thread_unless_told_otherwise() -> None:
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     assert _blas_threads(env) == "[1]"
-    assert _blas_threads({**env, "OPENBLAS_NUM_THREADS": "2"}) == "[2]"
+    if (os.cpu_count() or 1) >= 2:  # OpenBLAS never runs more threads than there are cores
+        assert _blas_threads({**env, "OPENBLAS_NUM_THREADS": "2"}) == "[2]"

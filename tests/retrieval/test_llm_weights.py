@@ -7,6 +7,7 @@ the conversion itself (the session's real model was chosen by the same code).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,9 @@ import pytest
 from retrieval.errors import ModelError
 from retrieval.llm import LanguageModel
 from retrieval.llm_weights import (
-    CACHE_FILE,
     WeightsTrial,
     alike,
+    cache_path,
     choose_weights,
     converted_path,
     describe_cached_weights,
@@ -33,7 +34,8 @@ class Forms:
 
     def __init__(self, tmp: Path, timing: dict[str, tuple[float, float]], replies: dict[str, str] | None = None):
         self.src = tmp / "model.gguf"
-        self.src.write_bytes(b"GGUF shipped")
+        if not self.src.exists():  # another Forms on the same folder is the same file (a restart)
+            self.src.write_bytes(b"GGUF shipped")
         self.clock = FakeClock()
         self.timing = timing
         self.replies = replies or {}
@@ -41,7 +43,7 @@ class Forms:
         self.converted: list[str] = []
 
     def form_of(self, path: Path) -> str:
-        return "as-shipped" if path == self.src else path.name.split(".")[-2]
+        return "as-shipped" if path == self.src else path.name.split(".")[-2].split("-")[0]
 
     def load(self, path: Path) -> LanguageModel:
         form = self.form_of(path)
@@ -97,10 +99,29 @@ def test_the_measurement_is_cached_per_file_and_cpu_and_reused_without_loading(t
     assert report.how == "cached measurement" and report.chosen == "f16" and again.loaded == []
     assert again.converted == []  # the chosen conversion was kept
     assert "f16" in describe_cached_weights(tmp_path)
-    cache = json.loads((tmp_path / CACHE_FILE).read_text())
+    cache = json.loads(cache_path(again.src).read_text())
     cache["key"] = cache["key"].replace("0.3.36", "0.4.0")  # another llama.cpp measures again
-    (tmp_path / CACHE_FILE).write_text(json.dumps(cache))
+    cache_path(again.src).write_text(json.dumps(cache))
     assert Forms(tmp_path, AVX2_LIKE).choose().how == "measured"
+
+
+def test_a_replaced_model_file_gets_new_conversions_and_the_stale_ones_go(tmp_path: Path) -> None:
+    first = Forms(tmp_path, AVX2_LIKE)
+    old = first.choose().path
+    first.src.write_bytes(b"GGUF a new fine-tune of the same size")
+    os.utime(first.src, ns=(1, 1))  # same name, another version of the file
+    again = Forms(tmp_path, AVX2_LIKE)
+    report = again.choose()
+    assert report.how == "measured" and report.path != old and not old.exists()
+    assert again.converted == ["q8_0", "f16"]  # converted from the new file, not reused
+
+
+def test_a_cached_choice_whose_conversion_fails_runs_the_shipped_file(tmp_path: Path) -> None:
+    Forms(tmp_path, AVX2_LIKE).choose()
+    converted_path(Forms(tmp_path, AVX2_LIKE).src, "f16").unlink()
+    broken = Forms(tmp_path, {"as-shipped": (1.4, 0.9)})  # the disk is full now: f16 cannot be written
+    report = broken.choose()
+    assert report.chosen == "as-shipped" and report.path == broken.src and broken.loaded == []
 
 
 def test_the_setting_forces_a_form_without_measuring(tmp_path: Path) -> None:
@@ -120,10 +141,11 @@ def test_a_file_already_8_bit_or_wider_is_used_as_it_is(tmp_path: Path) -> None:
     assert forms.choose("f16", file_type=1).path == forms.src  # forcing cannot narrow a wide file
 
 
-def test_a_failed_conversion_leaves_that_form_out(tmp_path: Path) -> None:
+def test_a_failed_conversion_leaves_that_form_out_and_is_tried_again_next_time(tmp_path: Path) -> None:
     forms = Forms(tmp_path, {"as-shipped": (1.4, 0.9), "q8_0": (1.1, 0.8)})  # f16 cannot be written
     report = forms.choose()
     assert report.chosen == "q8_0" and [t.weights for t in report.trials] == ["as-shipped", "q8_0"]
+    assert not cache_path(forms.src).exists()  # not cached: the next start measures again
 
 
 def test_answers_alike_cite_the_same_sentences_with_the_same_words() -> None:
@@ -131,6 +153,7 @@ def test_answers_alike_cite_the_same_sentences_with_the_same_words() -> None:
     assert alike("[1] Acknowledge within 5 minutes.", whole)  # a near tie of greedy decoding
     assert not alike("[2] Acknowledge within 5 minutes.", whole)  # another sentence cited
     assert not alike("[1] Zebra quantum marmalade oscillates.", whole)  # a broken conversion
+    assert not alike("[1] Acknowledge within 50 minutes.", whole)  # another number
     assert alike("[0]", "[0]") and not alike("[0]", whole)
 
 

@@ -13,16 +13,25 @@ def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_the
     (live / "embed-runtime.json").write_text('{"chosen": "onnx"}')
     (live / "onnx" / "abc" / "model.onnx").write_bytes(b"onnx")
     (live / "model.gguf").write_bytes(b"GGUF")
-    (live / "model.f16.gguf").write_bytes(b"GGUF f16")
-    (live / "llm-weights.json").write_text('{"chosen": "f16"}')
+    (live / "model.f16-1a2b3c4d.gguf").write_bytes(b"GGUF f16")
+    (live / "model.weights.json").write_text('{"chosen": "f16"}')
     target = tmp_path / "bench" / "models"
     assert seed_models(live, target)
     assert (target / "embed-runtime.json").read_text() == '{"chosen": "onnx"}'
     assert not (target / "onnx").is_symlink() and (target / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
     assert (target / "model.gguf").is_symlink() and (target / "model.gguf").read_bytes() == b"GGUF"
-    assert (target / "model.f16.gguf").is_symlink() and (target / "llm-weights.json").read_text() == '{"chosen": "f16"}'
+    assert (target / "model.f16-1a2b3c4d.gguf").is_symlink()
+    assert (target / "model.weights.json").read_text() == '{"chosen": "f16"}'
     (target / "onnx" / "abc" / "model.onnx").write_bytes(b"changed")  # the bench's copy, not the live export
     assert (live / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
+
+
+def test_a_forced_embedding_runtime_still_lends_the_language_model(tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "model.gguf").write_bytes(b"GGUF")  # no embed-runtime.json: FOOTNOTE_EMBED_RUNTIME forced one
+    assert seed_models(live, tmp_path / "bench")
+    assert (tmp_path / "bench" / "model.gguf").is_symlink()
 
 
 def test_without_a_live_choice_the_bench_measures_for_itself(tmp_path: Path) -> None:

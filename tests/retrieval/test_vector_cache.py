@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,16 @@ def test_a_second_run_embeds_only_the_texts_it_has_not_seen(tmp_path: Path) -> N
     assert recount.calls == 1 and again.hits == 2  # only "gamma"
     np.testing.assert_array_equal(w[1], v[0])
     np.testing.assert_allclose(w, HashEmbedder().embed(["beta", "alpha", "gamma"]))
+
+
+def test_a_text_whose_digest_ends_in_a_zero_byte_is_found_again(tmp_path: Path) -> None:
+    text = next(t for i in range(100_000) if hashlib.sha1((t := f"text {i}").encode()).digest()[-1] == 0)
+    first = CachingEmbedder(HashEmbedder(), tmp_path)
+    first.embed([text])
+    first.save()
+    again = CachingEmbedder(counting := CountingEmbedder(HashEmbedder()), tmp_path)
+    again.embed([text])
+    assert counting.calls == 0
 
 
 def test_it_keeps_only_the_last_runs_texts_and_one_file_per_model(tmp_path: Path) -> None:
