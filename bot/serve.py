@@ -31,7 +31,7 @@ from bot.scheduler import SyncSchedule
 from bot.scoping import ChannelScopes
 from bot.slack_app import SlackBot, SlackOptions
 from bot.viewer import render_view
-from retrieval.errors import SyncBusy
+from retrieval.errors import FootnoteError, SyncBusy
 
 log = logging.getLogger("footnote")
 
@@ -172,6 +172,22 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
+def _load_model(rt: Runtime) -> None:
+    """Load the in-process model before anything else runs: on a new machine that includes
+    timing its weights' forms (~40 s, once), which must neither compete with the first sync
+    for the cores nor keep the first question waiting. A model that cannot load is logged;
+    every answer then says so visibly, and refusals and search still work."""
+    if rt.settings.llm_url:
+        return
+    t = time.perf_counter()
+    try:
+        model = rt.model
+    except FootnoteError as exc:
+        log.error("the language model could not be loaded: %s", exc)
+        return
+    log.info("language model %s loaded in %.1fs", model.name, time.perf_counter() - t)
+
+
 def run(rt: Runtime, *, socket: bool, host: str, port: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per scheduled run is noise
@@ -179,6 +195,7 @@ def run(rt: Runtime, *, socket: bool, host: str, port: int) -> None:
     stop = threading.Event()
     _stop_on_signals(stop)
     svc = Service(rt)
+    _load_model(rt)
     svc.sync()
     rt.engine.searcher()
     svc.schedule.start()

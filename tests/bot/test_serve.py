@@ -148,3 +148,24 @@ def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path) -
     assert not t.is_alive() and made[-1].closed
     with pytest.raises(OSError):  # the HTTP side stopped with it
         urllib.request.urlopen(f"{base}/healthz", timeout=2)
+
+
+def test_serve_loads_the_model_before_syncing_and_a_broken_one_is_a_logged_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bot.serve import _load_model
+    from tests.fakes import ScriptedModel
+
+    base = {"data_dir": tmp_path, "docs_dir": EXAMPLES}
+    rt = Runtime(load_settings(**base))
+    rt.__dict__["model"] = ScriptedModel("[1] ok.")  # what the cached property would have loaded
+    with caplog.at_level("INFO", logger="footnote"):
+        _load_model(rt)
+    assert "language model scripted loaded" in caplog.text
+    broken = Runtime(load_settings(**base, llm_gguf=tmp_path / "missing.gguf"))
+    with caplog.at_level("INFO", logger="footnote"):
+        _load_model(broken)  # does not raise: serve still starts, and answers say what is wrong
+    assert "could not be loaded: model file not found" in caplog.text
+    served = Runtime(load_settings(**base, llm_url="http://127.0.0.1:9"))
+    _load_model(served)
+    assert "model" not in served.__dict__  # a model server is not loaded in-process
