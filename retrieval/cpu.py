@@ -1,6 +1,7 @@
 """What the CPU can do: its model, vector instructions and cores, read from
-/proc/cpuinfo (never by importing torch). Every runtime choice (embedder, language
-model weights) is keyed by it and every benchmark figure is printed with it.
+/proc/cpuinfo (never by importing torch), and which library versions are installed.
+Every runtime choice (embedder, language model weights) is keyed by them and every
+benchmark figure is printed with the CPU.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.metadata
 import os
 import platform
 import sys
@@ -61,3 +63,12 @@ def _vector_isa(flags: frozenset[str]) -> str:
     if "avx2" in flags:
         return "AVX2"
     return "DEFAULT" if flags else "unknown"
+
+
+def installed_version(dist: str) -> str:
+    """A library's installed version from its package metadata ("none" when absent):
+    importing torch or llama_cpp just to read ``__version__`` costs seconds."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "none"

@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from retrieval.cpu import CpuInfo, cpu_info
+from retrieval.cpu import CpuInfo, cpu_info, installed_version
 from retrieval.errors import ConfigError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -137,7 +137,7 @@ class _OnnxEncoder:
         # Keyed by the weights and the exporting libraries; read from package metadata so
         # that a process which finds its export never imports torch (~300 MB).
         weights = Path(model_path) / "model.safetensors"
-        tag = f"{weights.stat().st_size if weights.exists() else 0}-{_dist_version('torch')}-{onnxruntime.__version__}"
+        tag = f"{weights.stat().st_size if weights.exists() else 0}-{installed_version('torch')}-{onnxruntime.__version__}"
         folder = cache_dir / hashlib.sha1(tag.encode()).hexdigest()[:12]
         fp32, int8 = folder / "model.onnx", folder / "model-int8.onnx"
         if not fp32.is_file():
@@ -160,15 +160,6 @@ class _OnnxEncoder:
         feeds = {k: v.astype(np.int64) for k, v in batch.items() if k in self._inputs}
         (hidden,) = self._session.run(None, feeds)
         return _mean_pool(hidden, batch["attention_mask"])
-
-
-def _dist_version(dist: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
 
 
 class _WordPieces:
@@ -453,7 +444,7 @@ def describe_cached_choice(cache_dir: Path) -> str:
 
 def _versions() -> str:
     # From package metadata: importing the three to read __version__ took 10.7 s and 300 MB.
-    return ";".join(f"{dist}={_dist_version(dist)}" for dist in ("torch", "onnxruntime", "sentence-transformers"))
+    return ";".join(f"{dist}={installed_version(dist)}" for dist in ("torch", "onnxruntime", "sentence-transformers"))
 
 
 @functools.cache

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.metadata
 import json
 import os
 import threading
@@ -35,6 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from retrieval.cpu import installed_version
 from retrieval.errors import ModelError
 
 Message = dict[str, str]
@@ -103,11 +103,7 @@ class LlamaCppModel:
         flash_attn: bool = False,
         deadline_s: float = 30.0,
     ) -> None:
-        if not gguf.is_file():
-            raise ModelError(f"model file not found: {gguf}")
-        with gguf.open("rb") as f:
-            if f.read(4) != b"GGUF":
-                raise ModelError(f"{gguf} is not a GGUF model file (bad magic bytes)")
+        check_gguf(gguf)
         from llama_cpp import Llama
 
         try:
@@ -389,11 +385,13 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def llama_cpp_version() -> str:
-    try:
-        return importlib.metadata.version("llama_cpp_python")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+def check_gguf(gguf: Path) -> None:
+    """A clear error for a missing file or one that is not a GGUF, before llama.cpp reads it."""
+    if not gguf.is_file():
+        raise ModelError(f"model file not found: {gguf}")
+    with gguf.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ModelError(f"{gguf} is not a GGUF model file (bad magic bytes)")
 
 
 def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) -> LanguageModel:
@@ -419,15 +417,14 @@ def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) 
             deadline_s=deadline,
         )
 
-    if not gguf.is_file():
-        raise ModelError(f"model file not found: {gguf}")
+    check_gguf(gguf)  # before its weights are timed or converted
     report = choose_weights(
         gguf,
         kw.get("weights", "auto"),
         file_type=lambda: gguf_file_type(gguf),
         load=load,
         convert=convert_gguf,
-        version=llama_cpp_version(),
+        version=installed_version("llama_cpp_python"),
         tuning=f"threads={kw.get('threads') or os.cpu_count()} batch={kw.get('n_batch', 512)} fa={kw.get('flash_attn')}",
     )
     model = load(report.path)

@@ -235,8 +235,6 @@ def _available(
 ) -> WeightsReport:
     """The form, converted again if its file went missing; the shipped file if that fails."""
     try:
-        if not converted_path(src, weights).is_file():  # type: ignore[arg-type]
-            log.info("converting %s to %s (once)", src.name, weights)
         return WeightsReport(weights, _ensure(src, weights, convert), how, trials)
     except ModelError as exc:
         log.warning("language model weights %s not usable (%s): running the file as shipped", weights, exc)
@@ -287,6 +285,7 @@ def measure(src: Path, load: Load, convert: Convert, clock: Clock = time.perf_co
 def _ensure(src: Path, weights: str, convert: Convert) -> Path:
     target = converted_path(src, weights)  # type: ignore[arg-type]
     if not target.is_file():
+        log.info("converting %s to %s (once)", src.name, weights)
         convert(src, target, weights)  # type: ignore[arg-type]
     return target
 
