@@ -28,7 +28,11 @@ class Candidate:
 
 
 class Reranker(Protocol):
-    def rerank(self, query: str, qvec: np.ndarray, cands: list[Candidate], snap: Snapshot) -> list[Candidate]: ...
+    def rerank(
+        self, query: str, qvec: np.ndarray, cands: list[Candidate], snap: Snapshot, sentence: np.ndarray | None = None
+    ) -> list[Candidate]:
+        """Reorder ``cands``; ``sentence`` is ``snap.best_sentence(qvec)`` when the caller has it already."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,10 @@ class SentenceReranker:
     weight: float = 1.5
     section_weight: float = 1.5
 
-    def rerank(self, query: str, qvec: np.ndarray, cands: list[Candidate], snap: Snapshot) -> list[Candidate]:
-        best = snap.best_sentence(qvec)
+    def rerank(
+        self, query: str, qvec: np.ndarray, cands: list[Candidate], snap: Snapshot, sentence: np.ndarray | None = None
+    ) -> list[Candidate]:
+        best = snap.best_sentence(qvec) if sentence is None else sentence
         section = snap.section_max(best) if self.section_weight else best
         out = []
         for c in cands:
@@ -61,7 +67,9 @@ class CrossEncoderReranker:
     def __init__(self, model: str) -> None:
         self._model: Any = load_cross_encoder(model)
 
-    def rerank(self, query: str, qvec: np.ndarray, cands: list[Candidate], snap: Snapshot) -> list[Candidate]:
+    def rerank(
+        self, query: str, qvec: np.ndarray, cands: list[Candidate], snap: Snapshot, sentence: np.ndarray | None = None
+    ) -> list[Candidate]:
         if not cands:
             return cands
         scores = self._model.predict([(query, snap.chunks[c.index].text) for c in cands], show_progress_bar=False)

@@ -121,10 +121,13 @@ class Snapshot:
         return None if i is None else self.sentence_rows(i)
 
     def best_sentence(self, q: np.ndarray) -> np.ndarray:
-        """Per chunk, the cosine of its sentence closest to the query."""
+        """Per chunk, the cosine of its sentence closest to the query (-1 for a chunk without any)."""
         best = np.full(len(self.chunks), -1.0, dtype=np.float32)
         if len(self.sentence_owner):
-            np.maximum.at(best, self.sentence_owner, self.sentence_vectors @ q)
+            # Rows are grouped by owner (sentence_rows relies on it), so one reduceat does
+            # what np.maximum.at would do element by element.
+            owners, starts = np.unique(self.sentence_owner, return_index=True)
+            best[owners] = np.maximum.reduceat(self.sentence_vectors @ q, starts)
         return best
 
 
@@ -136,6 +139,9 @@ class SearchResult:
     coverage: float
     timings: dict[str, float]
     query_vector: np.ndarray | None = None  # the embedded query (with its thread context)
+    # Nearest single sentence by cosine distance, whatever its chunk's rank; None when the
+    # index holds no sentence vectors (the gate then reads the chunk distance twice).
+    best_sentence_distance: float | None = None
 
 
 class Searcher:
@@ -196,13 +202,17 @@ class Searcher:
         timings["fuse"] = _lap(t)
 
         t = time.perf_counter()
+        sentence = snap.best_sentence(q)  # read by the gate and by the sentence reranker
         if self.reranker is not None:
-            cands = self.reranker.rerank(full, q, cands[: self.cfg.shortlist], snap) + cands[self.cfg.shortlist :]
+            shortlist = cands[: self.cfg.shortlist]
+            cands = self.reranker.rerank(full, q, shortlist, snap, sentence) + cands[self.cfg.shortlist :]
         timings["rerank"] = _lap(t)
 
         hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
         best_distance = float(1.0 - (cos.max() if allowed is None else cos[allowed].max()))
-        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q)
+        best_sentence = float(sentence.max() if allowed is None else sentence[allowed].max())
+        sentence_distance = 1.0 - best_sentence if len(snap.sentence_owner) else None
+        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q, sentence_distance)
 
     def _dense(self, cos: np.ndarray, allowed: np.ndarray | None) -> list[int]:
         """Dense candidates by exact scan: the top cosines, among the allowed chunks only."""

@@ -192,7 +192,25 @@ def test_a_scoped_search_only_sees_its_folders(tmp_path: Path) -> None:
     q = eng.embedder.embed(["parental leave weeks"])[0]
     assert scoped.best_distance == pytest.approx(1.0 - float((s.snapshot.vectors[allowed] @ q).max()), abs=1e-6)
     assert scoped.best_distance >= everything.best_distance
+    # The gate's nearest sentence is also only looked for inside the folders.
+    snap = s.snapshot
+    inside = allowed[snap.sentence_owner]
+    nearest = 1.0 - float((snap.sentence_vectors[inside] @ q).max())
+    assert scoped.best_sentence_distance == pytest.approx(nearest, abs=1e-6)
+    assert everything.best_sentence_distance is not None
+    assert everything.best_sentence_distance <= scoped.best_sentence_distance
     assert s.search("parental leave", folders=["nowhere"]).hits == []
+
+
+def test_best_sentence_is_the_max_over_each_chunks_own_sentences(docs: Path) -> None:
+    eng = memory_engine(docs)
+    eng.sync()
+    snap = eng.searcher().snapshot
+    q = eng.embedder.embed(["who approves expenses"])[0]
+    want = np.full(len(snap.chunks), -1.0, dtype=np.float32)
+    np.maximum.at(want, snap.sentence_owner, snap.sentence_vectors @ q)  # the plain, slow definition
+    assert len(snap.sentence_owner) > len(snap.chunks)
+    np.testing.assert_allclose(snap.best_sentence(q), want, atol=1e-6)
 
 
 def test_a_failed_sync_is_recorded_and_the_old_searcher_keeps_answering(docs: Path) -> None:
