@@ -244,6 +244,7 @@ def _calibration(rt: Runtime, compute: bool) -> Any:
 
 def _gate_text(rt: Runtime, compute: bool) -> str:
     from retrieval.calibrate import format_calibration
+    from retrieval.gate import DEFAULT_THRESHOLD
 
     s = rt.settings
     if s.gate_threshold is not None:
@@ -252,7 +253,8 @@ def _gate_text(rt: Runtime, compute: bool) -> str:
     if cal is not None:
         return format_calibration(cal)
     last = rt.calibrator.latest()
-    using = f"{last.threshold:.3f} from an earlier index" if last else "0.70 (the uncalibrated default)"
+    default = f"{DEFAULT_THRESHOLD:.2f} (the uncalibrated default)"
+    using = f"{last.threshold:.3f} from an earlier index" if last else default
     return f"Gate: not calibrated for this index yet (`footnote serve` does it after a sync, or `footnote status --calibrate`); using {using}."
 
 

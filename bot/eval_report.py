@@ -47,7 +47,11 @@ def format_eval(report: EvalReport) -> str:
         lines.append(f"  {t['a']:>7} vs {t['b']:<7} at R@{t['k']:<2}  +{t['wins']}/−{t['losses']}, p = {t['p']:.4f}")
     if data["refusal_sweep"]:
         lines.append("")
-        lines.append(f"Refusal sweep (gate = nearest distance + {report.gate.coverage_weight} × (1 − idf coverage)):")
+        g = report.gate
+        lines.append(
+            f"Refusal sweep (gate = nearest chunk's distance + {g.sentence_weight:g} × nearest sentence's distance"
+            f" + {g.coverage_weight:g} × (1 − idf coverage)):"
+        )
         lines.append("  threshold  bluffs  answerable refused")
         for r in data["refusal_sweep"]:
             mark = "  ← default" if r["default"] else ""
@@ -60,10 +64,15 @@ def format_eval(report: EvalReport) -> str:
                 lines.append(
                     f"  {name:9} n={len(s):3}  min {s[0]:.3f}  median {s[len(s) // 2]:.3f}  max {s[-1]:.3f}  {_spark(s)}"
                 )
+        if data.get("gate_auc"):
+            lines.append("")
+            lines.append("Gate evidence, AUC in-domain vs out-of-domain (1 = separates perfectly, 0.5 = chance):")
+            for name, value in data["gate_auc"].items():
+                lines.append(f"  {name:28} {value:.3f}")
     return "\n".join(lines)
 
 
-def _spark(values: list[float], lo: float = 0.2, hi: float = 1.2, bins: int = 20) -> str:
+def _spark(values: list[float], lo: float = 0.2, hi: float = 1.8, bins: int = 24) -> str:
     """A one-line histogram over [lo, hi] so the two distributions can be compared by eye."""
     counts = [0] * bins
     for v in values:

@@ -92,16 +92,22 @@ class Runtime:
         return SearchConfig(fusion=s.fusion, weight_bm25=s.weight_bm25, candidates=s.candidates)
 
     def gate_config(self) -> GateConfig:
-        """The explicit FOOTNOTE_GATE_THRESHOLD, else the calibrated one (0.70 until there is one)."""
+        """The explicit FOOTNOTE_GATE_THRESHOLD, else the calibrated one (DEFAULT_THRESHOLD until there is one)."""
         s = self.settings
         if s.gate_threshold is not None:
-            return GateConfig(s.gate_threshold, s.gate_coverage_weight)
-        return GateConfig(DEFAULT_THRESHOLD, s.gate_coverage_weight, calibrated=self.calibrator.threshold)
+            return GateConfig(s.gate_threshold, s.gate_coverage_weight, s.gate_sentence_weight)
+        return GateConfig(
+            DEFAULT_THRESHOLD, s.gate_coverage_weight, s.gate_sentence_weight, calibrated=self.calibrator.threshold
+        )
 
     def calibration_config(self) -> CalibrationConfig:
         s = self.settings
         return CalibrationConfig(
-            s.gate_target_bluff, s.gate_refusal_budget, s.gate_coverage_weight, in_domain=s.gate_probes
+            s.gate_target_bluff,
+            s.gate_refusal_budget,
+            s.gate_coverage_weight,
+            s.gate_sentence_weight,
+            in_domain=s.gate_probes,
         )
 
     @cached_property

@@ -97,21 +97,25 @@ class Settings(BaseSettings):
     )
 
     # The gate.
-    # The signal is a cosine distance (0..2) plus the coverage term, so 0..3 covers every useful value.
+    # The signal is a chunk's cosine distance (0..2), a sentence's (0..2, weighted) and the coverage
+    # term, so 0..5 covers every useful value.
     gate_threshold: float | None = Field(
         None,
         ge=0,
-        le=3,
+        le=5,
         description="Refuse when the best gate score is above this; unset = self-calibrated on the corpus.",
     )
     gate_coverage_weight: float = Field(0.5, ge=0, le=2, description="Weight of (1 - idf coverage).")
+    gate_sentence_weight: float = Field(
+        0.5, ge=0, le=2, description="Weight of the nearest single sentence's cosine distance."
+    )
 
     # Gate calibration (used when gate_threshold is unset).
     gate_target_bluff: float = Field(
         0.05, ge=0, lt=1, description="Share of out-of-domain probe questions the calibrated gate may let through."
     )
     gate_refusal_budget: float = Field(
-        0.05, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
+        0.08, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
     )
     gate_probes: int = Field(400, ge=20, description="In-domain probes sampled from the corpus for calibration.")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.calibrate import facts_of, signal_aucs
 from retrieval.chunk import ChunkerConfig, chunk_document
 from retrieval.embed import Embedder
 from retrieval.errors import ConfigError
@@ -59,7 +60,7 @@ COMPARISONS: tuple[tuple[str, str, int], ...] = (
     ("hybrid", "E", 4),
     ("default", "hybrid", 1),
 )
-SWEEP = tuple(round(0.40 + 0.02 * i, 2) for i in range(31))  # 0.40 … 1.00
+SWEEP = tuple(round(0.50 + 0.04 * i, 2) for i in range(28))  # 0.50 … 1.58
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ class EvalReport:
     signals: dict[str, list[float]]
     n_ood: int
     gate: GateConfig
+    aucs: dict[str, float] = field(default_factory=dict)  # the gate signal's parts, in-domain vs OOD
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -141,8 +143,13 @@ class EvalReport:
                 }
                 for r in self.sweep
             ],
-            "gate": {"threshold": self.gate.threshold, "coverage_weight": self.gate.coverage_weight},
+            "gate": {
+                "threshold": self.gate.threshold,
+                "coverage_weight": self.gate.coverage_weight,
+                "sentence_weight": self.gate.sentence_weight,
+            },
             "gate_signal": self.signals,
+            "gate_auc": self.aucs,
         }
 
 
@@ -210,7 +217,7 @@ def refusal_sweep(
     """Bluffs (OOD questions let through) and answerable questions refused, per threshold."""
     rows = []
     for t in sorted({*SWEEP, gate.threshold}):
-        cfg = GateConfig(t, gate.coverage_weight)
+        cfg = GateConfig(t, gate.coverage_weight, gate.sentence_weight)
         bluffs = sum(decide(r, cfg, max_sources).answerable for r in ood)
         refused = sum(not decide(r, cfg, max_sources).answerable for r in in_domain)
         rows.append(SweepRow(t, bluffs, refused, t == gate.threshold))
@@ -251,6 +258,8 @@ def run_eval(
         tests.append({"a": a, "b": b, "k": k, "wins": wins, "losses": losses, "p": sign_test(wins, losses)})
     progress("refusal sweep")
     ood_results = [default.search(q.question, k=20) for q in ood]
+    facts = [facts_of(r) for r in default_results], [facts_of(r) for r in ood_results]
+    aucs = signal_aucs(*facts, gate.coverage_weight, gate.sentence_weight) if ood else {}
     return EvalReport(
         runs,
         tests,
@@ -261,4 +270,5 @@ def run_eval(
         },
         len(ood),
         gate,
+        aucs,
     )

@@ -27,7 +27,7 @@ from retrieval.calibrate import (
 )
 from retrieval.embed import SentenceTransformerEmbedder
 from retrieval.engine import Engine
-from retrieval.gate import GateConfig, decide
+from retrieval.gate import DEFAULT_THRESHOLD, GateConfig, decide
 from retrieval.search import SearchResult
 from retrieval.types import Chunk, Hit
 from tests.conftest import make_engine
@@ -75,8 +75,8 @@ Record your working hours daily in the time tool. The standard week is 37 hours;
 Overtime must be agreed with your manager in advance. It is compensated with time off in lieu at a rate of 1.5 hours per hour worked.
 """,
 }
-# Questions this handbook cannot answer. The first ones use its own words, and a
-# fixed 0.70 lets some of them through; the rest are plainly elsewhere.
+# Questions this handbook cannot answer. The first ones use its own words, and the
+# fixed default threshold lets some of them through; the rest are plainly elsewhere.
 KNOWN_OOD = [
     "Who approves overtime for part-time employees?",
     "How do I record hours worked on a public holiday?",
@@ -168,26 +168,38 @@ def test_choose_threshold_lets_through_at_most_the_target() -> None:
     assert choose_threshold([], 0.05, 0.7) == 0.7
 
 
-def test_calibration_is_stricter_where_a_fixed_070_bluffs(handbook: Engine) -> None:
+def test_calibration_is_stricter_where_the_fixed_default_bluffs(handbook: Engine) -> None:
     searcher = handbook.searcher()
     facts = cal_mod._facts(searcher, KNOWN_OOD)
-    fixed_bluffs = sum(s <= 0.70 for s in signals_of(facts, 0.5))
-    assert fixed_bluffs / len(KNOWN_OOD) > 0.05  # the premise: 0.70 bluffs on this corpus
+    fixed_bluffs = sum(s <= DEFAULT_THRESHOLD for s in signals_of(facts, 0.5, 0.5))
+    assert fixed_bluffs / len(KNOWN_OOD) > 0.05  # the premise: the fixed default bluffs on this corpus
 
     c = calibrate(searcher, SMALL, generation=1, generic=KNOWN_OOD)
-    assert c.threshold < 0.70
-    assert sum(s <= c.threshold for s in signals_of(facts, 0.5)) / len(KNOWN_OOD) <= SMALL.target_bluff
+    assert c.threshold < DEFAULT_THRESHOLD
+    assert sum(s <= c.threshold for s in signals_of(facts, 0.5, 0.5)) / len(KNOWN_OOD) <= SMALL.target_bluff
     assert c.est_bluff <= SMALL.target_bluff and 0.0 <= c.est_refused < 0.5
     assert c.n_in == 40 and c.n_ood == len(KNOWN_OOD) and c.n_near == 40
     assert any(p.threshold == c.threshold for p in c.sweep)
     # The gate, given this calibration, refuses what the fixed threshold let through.
-    gate = GateConfig(0.70, 0.5, calibrated=lambda: c.threshold)
+    gate = GateConfig(DEFAULT_THRESHOLD, calibrated=lambda: c.threshold)
     results = [searcher.search(q) for q in KNOWN_OOD]
     assert sum(decide(r, gate, 4).answerable for r in results) < fixed_bluffs
 
 
-def _fake_calibration(threshold: float, key: str) -> Calibration:
-    return Calibration(key, 0, threshold, 0.05, 0.0, 0.1, 1, 1, 0, 0.0, "bluff target", [], 0.0, 0.0)
+def _fake_calibration(threshold: float, key: str, formula: str | None = None) -> Calibration:
+    formula = cal_mod.formula_of(CalibrationConfig()) if formula is None else formula
+    return Calibration(key, 0, threshold, 0.05, 0.0, 0.1, 1, 1, 0, 0.0, "bluff target", [], 0.0, 0.0, formula=formula)
+
+
+def test_a_threshold_of_another_gate_formula_never_serves(handbook: Engine, tmp_path: Path) -> None:
+    # An older Footnote's 0.685 on its own scale would refuse nearly everything on today's signal.
+    cache = CalibrationCache(tmp_path / "calibration.json")
+    cache.save(_fake_calibration(0.685, "k", formula=""))
+    assert Calibrator(handbook.searcher, lambda: 1, cache, SMALL).threshold() is None
+    cache.save(_fake_calibration(0.9, "k", formula=cal_mod.formula_of(SMALL)))
+    assert Calibrator(handbook.searcher, lambda: 1, cache, SMALL).threshold() == 0.9
+    heavier = CalibrationConfig(coverage_weight=1.0)
+    assert Calibrator(handbook.searcher, lambda: 1, cache, heavier).threshold() is None
 
 
 def test_the_result_is_cached_and_recomputed_when_the_index_changes(
@@ -257,10 +269,23 @@ def test_an_explicit_threshold_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_decide_uses_the_calibrated_threshold() -> None:
     chunk = Chunk("c-0", "a.md", "A", "S", 0, "text", "text", 0, 4)
-    result = SearchResult("q", [Hit(chunk, 1.0, 0.5)], 0.5, 1.0, {})
-    assert decide(result, GateConfig(0.70, 0.5), 4).answerable
-    assert not decide(result, GateConfig(0.70, 0.5, calibrated=lambda: 0.45), 4).answerable
-    assert decide(result, GateConfig(0.40, 0.5, calibrated=lambda: None), 4).answerable is False
+    result = SearchResult("q", [Hit(chunk, 1.0, 0.5)], 0.5, 1.0, {}, best_sentence_distance=0.4)  # signal 0.7
+    assert decide(result, GateConfig(0.75), 4).answerable
+    assert not decide(result, GateConfig(0.75, calibrated=lambda: 0.65), 4).answerable
+    assert decide(result, GateConfig(0.65, calibrated=lambda: None), 4).answerable is False
+
+
+def test_the_cross_validation_picks_the_weights_that_separate_best() -> None:
+    # Coverage separates these (in-domain fully covered, OOD not); the chunk distance does
+    # not, and here the nearest sentence points the wrong way, so its weight must be 0.
+    inside = [(0.5, 0.9, 1.0), (0.6, 0.8, 1.0), (0.4, 0.9, 0.95)]
+    ood = [(0.5, 0.3, 0.7), (0.45, 0.35, 0.7), (0.55, 0.25, 0.65)]
+    cov, sent = cal_mod.choose_gate_weights(inside, ood)
+    assert sent == 0.0 and cov == 0.5  # every coverage weight separates: the tie goes to the shipped one
+    assert cal_mod.auc(signals_of(inside, cov, sent), signals_of(ood, cov, sent)) == 1.0
+    aucs = cal_mod.signal_aucs(inside, ood, 0.5, 0.5)
+    assert aucs["nearest chunk"] < 1.0 and aucs["+ 0.5 × coverage"] == 1.0
+    assert aucs["the gate (all three)"] < 1.0
 
 
 def test_status_shows_the_calibration() -> None:

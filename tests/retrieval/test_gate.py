@@ -13,13 +13,21 @@ def _hit(content: str) -> Hit:
     return Hit(Chunk("c", "a.md", "A", "S", 0, content, content, 0, len(content)), 1.0, 0.2)
 
 
-def _result(query: str, hits: list[Hit], distance: float = 0.3, coverage: float = 1.0) -> SearchResult:
-    return SearchResult(query, hits, distance, coverage, {})
+def _result(
+    query: str, hits: list[Hit], distance: float = 0.3, coverage: float = 1.0, sentence: float | None = 0.0
+) -> SearchResult:
+    return SearchResult(query, hits, distance, coverage, {}, best_sentence_distance=sentence)
 
 
-def test_signal_is_distance_plus_weighted_missing_coverage() -> None:
-    cfg = GateConfig(threshold=0.7, coverage_weight=0.5)
-    assert gate_signal(_result("q", [], distance=0.4, coverage=0.6), cfg) == pytest.approx(0.4 + 0.5 * 0.4)
+def test_signal_is_distances_plus_weighted_missing_coverage() -> None:
+    cfg = GateConfig(threshold=0.7, coverage_weight=0.5, sentence_weight=0.25)
+    result = _result("q", [], distance=0.4, coverage=0.6, sentence=0.8)
+    assert gate_signal(result, cfg) == pytest.approx(0.4 + 0.25 * 0.8 + 0.5 * 0.4)
+
+
+def test_an_index_without_sentence_vectors_counts_the_chunk_distance_twice() -> None:
+    cfg = GateConfig(coverage_weight=0.0, sentence_weight=0.5)
+    assert gate_signal(_result("q", [], distance=0.4, sentence=None), cfg) == pytest.approx(0.6)
 
 
 def test_answers_below_the_threshold_and_refuses_above() -> None:
