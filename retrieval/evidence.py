@@ -9,6 +9,7 @@ the chunker's sentence regex inside the chunk's content, never by adding up leng
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -105,8 +106,20 @@ def most_relevant(
     cores), and the sentence that answers is almost always among the first few.
     """
     idf = question_idf or {}
-    ranked = sorted(sentences, key=lambda s: -relevance(s, query, idf))
+    # A heading says what a section is about, never what it says: quoted back as an
+    # answer's evidence ("The docs say: «# Chat completion»") it backs nothing.
+    pool = [s for s in sentences if not is_heading(s.text)] or list(sentences)
+    ranked = sorted(pool, key=lambda s: -relevance(s, query, idf))
     return [replace(s, n=i) for i, s in enumerate(ranked[:keep], start=1)]
+
+
+_HEADING = re.compile(r"#{1,6}\s+\S")
+
+
+def is_heading(text: str) -> bool:
+    """A Markdown heading line on its own (``## Setup``), the only thing in the sentence."""
+    stripped = text.strip()
+    return bool(_HEADING.match(stripped)) and "\n" not in stripped
 
 
 def source_heading(hit: Hit) -> str:

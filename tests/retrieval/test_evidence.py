@@ -38,3 +38,16 @@ def test_the_prompt_lists_numbered_sentences_without_headings() -> None:
         _sentence(2, "A second\nfrom elsewhere.", source=3, section="Training"),
     ]
     assert sources_block(sents) == "[1] One sentence.\n[2] A second from elsewhere."
+
+
+def test_a_heading_line_is_never_offered_as_evidence() -> None:
+    sents = [
+        _sentence(1, "# Chat completion"),
+        _sentence(2, "### Basic Text Generation"),
+        _sentence(3, "Chat models keep the conversation as a list of messages."),
+        _sentence(4, "#hashtag-style words inside a sentence are not headings."),
+    ]
+    texts = [s.text for s in most_relevant(sents, Q, keep=4, question_idf={"chat": 1.0})]
+    assert texts == [sents[2].text, sents[3].text]
+    # Sources that hold nothing but headings still give the model something to read.
+    assert len(most_relevant(sents[:2], Q, keep=2)) == 2
