@@ -6,9 +6,11 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
+from retrieval.calibrate import auc
 from tests.conftest import EXAMPLES
 
 QUESTIONS = [
@@ -64,6 +66,12 @@ def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch
     assert all(a["bluffs"] <= b["bluffs"] and a["refused"] >= b["refused"] for a, b in itertools.pairwise(sweep))
     assert sum(r["default"] for r in sweep) == 1 and sweep[0]["of"] == 2
     assert len(data["gate_signal"]["in_domain"]) == 3 and len(data["gate_signal"]["ood"]) == 2
+    # The gate's parts, each as an AUC; the whole one agrees with the printed signals.
+    aucs = data["gate_auc"]
+    assert list(aucs) == ["nearest chunk", "+ 0.5 × coverage", "+ 0.5 × nearest sentence", "the gate (all three)"]
+    whole = auc(data["gate_signal"]["in_domain"], data["gate_signal"]["ood"])
+    assert aucs["the gate (all three)"] == pytest.approx(whole) and all(0.0 <= v <= 1.0 for v in aucs.values())
+    assert "Gate evidence, AUC in-domain vs out-of-domain" in res.output
     assert "Paired exact sign tests" in res.output and "← default" in res.output
     for png in ("recall.png", "refusal_sweep.png"):
         assert (plots / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
