@@ -48,9 +48,9 @@ def format_eval(report: EvalReport) -> str:
     if data["refusal_sweep"]:
         lines.append("")
         g = report.gate
+        sentence = f" + {g.sentence_weight:g} × nearest sentence's distance" if g.sentence_weight else ""
         lines.append(
-            f"Refusal sweep (gate = nearest chunk's distance + {g.sentence_weight:g} × nearest sentence's distance"
-            f" + {g.coverage_weight:g} × (1 − idf coverage)):"
+            f"Refusal sweep (gate = nearest chunk's distance{sentence} + {g.coverage_weight:g} × (1 − idf coverage)):"
         )
         lines.append("  threshold  bluffs  answerable refused")
         for r in data["refusal_sweep"]:

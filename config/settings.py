@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     )
     gate_coverage_weight: float = Field(0.5, ge=0, le=2, description="Weight of (1 - idf coverage).")
     gate_sentence_weight: float = Field(
-        0.5, ge=0, le=2, description="Weight of the nearest single sentence's cosine distance."
+        0.0, ge=0, le=2, description="Weight of the nearest single sentence's cosine distance (measured; off)."
     )
 
     # Gate calibration (used when gate_threshold is unset).
@@ -115,7 +115,7 @@ class Settings(BaseSettings):
         0.05, ge=0, lt=1, description="Share of out-of-domain probe questions the calibrated gate may let through."
     )
     gate_refusal_budget: float = Field(
-        0.08, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
+        0.05, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
     )
     gate_probes: int = Field(400, ge=20, description="In-domain probes sampled from the corpus for calibration.")
 

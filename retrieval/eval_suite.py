@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.calibrate import facts_of, signal_aucs
+from retrieval.calibrate import facts_of, round_thresholds, signal_aucs
 from retrieval.chunk import ChunkerConfig, chunk_document
 from retrieval.embed import Embedder
 from retrieval.errors import ConfigError
@@ -60,7 +60,6 @@ COMPARISONS: tuple[tuple[str, str, int], ...] = (
     ("hybrid", "E", 4),
     ("default", "hybrid", 1),
 )
-SWEEP = tuple(round(0.50 + 0.04 * i, 2) for i in range(28))  # 0.50 … 1.58
 
 
 @dataclass(frozen=True)
@@ -216,7 +215,8 @@ def refusal_sweep(
 ) -> list[SweepRow]:
     """Bluffs (OOD questions let through) and answerable questions refused, per threshold."""
     rows = []
-    for t in sorted({*SWEEP, gate.threshold}):
+    inside, outside = ([gate_signal(r, gate) for r in rs] for rs in (in_domain, ood))
+    for t in sorted({*round_thresholds(inside, outside, 32), gate.threshold}):
         cfg = GateConfig(t, gate.coverage_weight, gate.sentence_weight)
         bluffs = sum(decide(r, cfg, max_sources).answerable for r in ood)
         refused = sum(not decide(r, cfg, max_sources).answerable for r in in_domain)

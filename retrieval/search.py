@@ -56,6 +56,7 @@ class Snapshot:
     embedding_model: str
     by_id: dict[str, int] = field(init=False, repr=False, compare=False)
     section_of: np.ndarray = field(init=False, repr=False, compare=False)  # chunk -> its (document, section) group
+    has_sentences: np.ndarray = field(init=False, repr=False, compare=False)  # chunk -> holds sentence vectors
     n_sections: int = field(init=False, repr=False, compare=False)
     _masks: dict[tuple[str, ...], np.ndarray] = field(init=False, repr=False, compare=False)
     _masks_lock: threading.Lock = field(init=False, repr=False, compare=False)
@@ -65,11 +66,14 @@ class Snapshot:
         section_of = np.fromiter(
             (groups.setdefault((c.path, c.section), len(groups)) for c in self.chunks), np.int64, len(self.chunks)
         )
-        for array in (self.vectors, self.sentence_vectors, self.sentence_owner, section_of):
+        has_sentences = np.zeros(len(self.chunks), dtype=bool)
+        has_sentences[self.sentence_owner] = True
+        for array in (self.vectors, self.sentence_vectors, self.sentence_owner, section_of, has_sentences):
             array.flags.writeable = False  # shared by every question: nobody may write into it
         set_ = object.__setattr__  # frozen: fields derived here are set once, before anyone sees the snapshot
         set_(self, "by_id", {c.id: i for i, c in enumerate(self.chunks)})
         set_(self, "section_of", section_of)
+        set_(self, "has_sentences", has_sentences)
         set_(self, "n_sections", len(groups))
         set_(self, "_masks", {})
         set_(self, "_masks_lock", threading.Lock())
@@ -124,11 +128,14 @@ class Snapshot:
         """Per chunk, the cosine of its sentence closest to the query (-1 for a chunk without any)."""
         best = np.full(len(self.chunks), -1.0, dtype=np.float32)
         if len(self.sentence_owner):
-            # Rows are grouped by owner (sentence_rows relies on it), so one reduceat does
-            # what np.maximum.at would do element by element.
-            owners, starts = np.unique(self.sentence_owner, return_index=True)
-            best[owners] = np.maximum.reduceat(self.sentence_vectors @ q, starts)
+            np.maximum.at(best, self.sentence_owner, self.sentence_vectors @ q)
         return best
+
+    def nearest_sentence_distance(self, per_chunk: np.ndarray, allowed: np.ndarray | None) -> float | None:
+        """1 - the best of ``best_sentence``'s cosines over the allowed chunks that hold sentences;
+        None when none does (an index without sentence vectors, or a folder of such chunks)."""
+        usable = self.has_sentences if allowed is None else self.has_sentences & allowed
+        return float(1.0 - per_chunk[usable].max()) if usable.any() else None
 
 
 @dataclass(frozen=True)
@@ -210,8 +217,7 @@ class Searcher:
 
         hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
         best_distance = float(1.0 - (cos.max() if allowed is None else cos[allowed].max()))
-        best_sentence = float(sentence.max() if allowed is None else sentence[allowed].max())
-        sentence_distance = 1.0 - best_sentence if len(snap.sentence_owner) else None
+        sentence_distance = snap.nearest_sentence_distance(sentence, allowed)
         return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q, sentence_distance)
 
     def _dense(self, cos: np.ndarray, allowed: np.ndarray | None) -> list[int]:

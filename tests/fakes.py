@@ -145,7 +145,9 @@ class MemoryStore:
     def load(self) -> StoredIndex:
         rows = sorted(self.chunks.values(), key=lambda r: (r.chunk.path, r.chunk.ordinal))
         pos = {r.chunk.id: k for k, r in enumerate(rows)}
-        sents = [s for s in self.sentences.values() if s[0] in pos]
+        # Grouped by chunk in chunk order, each chunk's in sentence order: what ChromaStore.load returns.
+        keyed = [(pos[s[0]], int(key.rsplit(":s", 1)[1]), s) for key, s in self.sentences.items() if s[0] in pos]
+        sents = [s for _, _, s in sorted(keyed, key=lambda t: (t[0], t[1]))]
         dim = rows[0].vector.shape[0] if rows else 0
         return StoredIndex(
             [r.chunk for r in rows],

@@ -171,12 +171,12 @@ def test_choose_threshold_lets_through_at_most_the_target() -> None:
 def test_calibration_is_stricter_where_the_fixed_default_bluffs(handbook: Engine) -> None:
     searcher = handbook.searcher()
     facts = cal_mod._facts(searcher, KNOWN_OOD)
-    fixed_bluffs = sum(s <= DEFAULT_THRESHOLD for s in signals_of(facts, 0.5, 0.5))
+    fixed_bluffs = sum(s <= DEFAULT_THRESHOLD for s in signals_of(facts, 0.5, 0.0))
     assert fixed_bluffs / len(KNOWN_OOD) > 0.05  # the premise: the fixed default bluffs on this corpus
 
     c = calibrate(searcher, SMALL, generation=1, generic=KNOWN_OOD)
     assert c.threshold < DEFAULT_THRESHOLD
-    assert sum(s <= c.threshold for s in signals_of(facts, 0.5, 0.5)) / len(KNOWN_OOD) <= SMALL.target_bluff
+    assert sum(s <= c.threshold for s in signals_of(facts, 0.5, 0.0)) / len(KNOWN_OOD) <= SMALL.target_bluff
     assert c.est_bluff <= SMALL.target_bluff and 0.0 <= c.est_refused < 0.5
     assert c.n_in == 40 and c.n_ood == len(KNOWN_OOD) and c.n_near == 40
     assert any(p.threshold == c.threshold for p in c.sweep)
@@ -269,23 +269,25 @@ def test_an_explicit_threshold_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_decide_uses_the_calibrated_threshold() -> None:
     chunk = Chunk("c-0", "a.md", "A", "S", 0, "text", "text", 0, 4)
-    result = SearchResult("q", [Hit(chunk, 1.0, 0.5)], 0.5, 1.0, {}, best_sentence_distance=0.4)  # signal 0.7
-    assert decide(result, GateConfig(0.75), 4).answerable
-    assert not decide(result, GateConfig(0.75, calibrated=lambda: 0.65), 4).answerable
-    assert decide(result, GateConfig(0.65, calibrated=lambda: None), 4).answerable is False
+    result = SearchResult("q", [Hit(chunk, 1.0, 0.5)], 0.5, 1.0, {}, best_sentence_distance=0.4)
+    with_sentence = {"sentence_weight": 0.5}  # signal 0.5 + 0.5 x 0.4 = 0.7
+    assert decide(result, GateConfig(0.75, **with_sentence), 4).answerable
+    assert not decide(result, GateConfig(0.75, **with_sentence, calibrated=lambda: 0.65), 4).answerable
+    assert decide(result, GateConfig(0.65, **with_sentence, calibrated=lambda: None), 4).answerable is False
+    assert decide(result, GateConfig(0.65, calibrated=lambda: None), 4).answerable  # the default leaves it out
 
 
 def test_the_cross_validation_picks_the_weights_that_separate_best() -> None:
     # Coverage separates these (in-domain fully covered, OOD not); the chunk distance does
     # not, and here the nearest sentence points the wrong way, so its weight must be 0.
-    inside = [(0.5, 0.9, 1.0), (0.6, 0.8, 1.0), (0.4, 0.9, 0.95)]
-    ood = [(0.5, 0.3, 0.7), (0.45, 0.35, 0.7), (0.55, 0.25, 0.65)]
-    cov, sent = cal_mod.choose_gate_weights(inside, ood)
-    assert sent == 0.0 and cov == 0.5  # every coverage weight separates: the tie goes to the shipped one
+    inside = [(0.5, 0.9, 1.0), (0.6, 0.8, 1.0), (0.4, 0.9, 1.0)]
+    ood = [(0.5, 0.3, 0.6), (0.45, 0.35, 0.6), (0.55, 0.25, 0.6)]
+    cov, sent = cal_mod.choose_gate_weights(inside, ood, shipped=(0.5, 0.5))
+    assert sent == 0.0 and cov == 0.5  # 0.5 and above separate alike (0.25 does not): the tie goes to 0.5
     assert cal_mod.auc(signals_of(inside, cov, sent), signals_of(ood, cov, sent)) == 1.0
     aucs = cal_mod.signal_aucs(inside, ood, 0.5, 0.5)
-    assert aucs["nearest chunk"] < 1.0 and aucs["+ 0.5 × coverage"] == 1.0
-    assert aucs["the gate (all three)"] < 1.0
+    assert aucs["nearest chunk"] < 1.0 and aucs["chunk + 0.5 × coverage"] == 1.0
+    assert aucs["the gate as configured"] == aucs["chunk + 0.5 × coverage + 0.5 × nearest sentence"] < 1.0
 
 
 def test_status_shows_the_calibration() -> None:
@@ -293,3 +295,12 @@ def test_status_shows_the_calibration() -> None:
     text = status_text(Health(3, {}, {}, 10, calibration=c))
     assert "Gate: threshold 0.612" in text and "refused 10.0%" in text
     assert "Gate:" not in status_text(Health(3, {}, {}, 10))
+
+
+def test_a_probe_without_content_words_is_dropped_not_a_bare_frame() -> None:
+    import random
+
+    for kind in ("question", "keywords"):
+        assert probe_from("It is what it is, and so it was.", kind, random.Random(0)) == ""
+    with pytest.raises(ValueError, match="unknown probe kind"):
+        probe_from("Passwords must be long.", "riddle", random.Random(0))

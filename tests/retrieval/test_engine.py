@@ -202,15 +202,36 @@ def test_a_scoped_search_only_sees_its_folders(tmp_path: Path) -> None:
     assert s.search("parental leave", folders=["nowhere"]).hits == []
 
 
-def test_best_sentence_is_the_max_over_each_chunks_own_sentences(docs: Path) -> None:
+def test_the_nearest_sentence_skips_chunks_without_sentences_and_honours_folders() -> None:
+    from retrieval.search import Snapshot
+    from retrieval.store import StoredIndex
+    from retrieval.types import Chunk
+
+    chunks = [Chunk(f"c{i}", p, "T", "S", i, "t", "t", 0, 1) for i, p in enumerate(["a/x.md", "a/x.md", "b/y.md"])]
+    sentence_vectors = np.asarray([[0.6, 0.8], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    # Owners out of order (a store may return them so); chunk 2 has no sentence at all.
+    snap = Snapshot.build(
+        StoredIndex(chunks, np.eye(3, 2, dtype=np.float32), sentence_vectors, np.asarray([1, 0, 1])), "m"
+    )
+    q = np.asarray([1.0, 0.0], dtype=np.float32)
+    best = snap.best_sentence(q)
+    assert best.tolist() == pytest.approx([1.0, 0.6, -1.0])
+    assert snap.has_sentences.tolist() == [True, True, False]
+    assert snap.nearest_sentence_distance(best, None) == pytest.approx(0.0)
+    only_b = np.asarray([False, False, True])
+    assert snap.nearest_sentence_distance(best, only_b) is None  # the gate then reads the chunk distance
+    assert snap.nearest_sentence_distance(best, np.asarray([False, True, True])) == pytest.approx(0.4)
+
+
+def test_an_index_without_sentence_vectors_has_no_sentence_distance(docs: Path) -> None:
+    from retrieval.chunk import ChunkerConfig
+    from retrieval.eval_suite import load_documents, memory_snapshot
+    from retrieval.search import SearchConfig, Searcher
+
     eng = memory_engine(docs)
-    eng.sync()
-    snap = eng.searcher().snapshot
-    q = eng.embedder.embed(["who approves expenses"])[0]
-    want = np.full(len(snap.chunks), -1.0, dtype=np.float32)
-    np.maximum.at(want, snap.sentence_owner, snap.sentence_vectors @ q)  # the plain, slow definition
-    assert len(snap.sentence_owner) > len(snap.chunks)
-    np.testing.assert_allclose(snap.best_sentence(q), want, atol=1e-6)
+    snap = memory_snapshot(load_documents(docs, 10_000_000), ChunkerConfig(), eng.embedder)
+    result = Searcher(snap, eng.embedder, SearchConfig(fusion="dense")).search("who approves expenses")
+    assert result.hits and result.best_sentence_distance is None
 
 
 def test_a_failed_sync_is_recorded_and_the_old_searcher_keeps_answering(docs: Path) -> None:
