@@ -117,7 +117,7 @@ class Settings(BaseSettings):
     gate_refusal_budget: float = Field(
         0.05, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
     )
-    gate_probes: int = Field(400, ge=20, description="In-domain probes sampled from the corpus for calibration.")
+    gate_probes: int = Field(1200, ge=20, description="In-domain probes sampled from the corpus for calibration.")
 
     # The model.
     llm: Literal["qwen-0.5b", "qwen-1.5b"] = Field(

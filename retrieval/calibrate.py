@@ -77,7 +77,10 @@ class CalibrationConfig:
     refusal_budget: float = 0.05  # share of in-domain probes the gate may refuse before it is too loose
     coverage_weight: float = 0.5
     sentence_weight: float = 0.0
-    in_domain: int = 400  # probes sampled from the corpus: 200 moved the 95th percentile by 0.02 between seeds
+    # Probes sampled from the corpus. The threshold is read off their hardest 5 %, so their
+    # number sets its noise: on dev, over five seeds, 400 probes moved it by 0.009-0.014
+    # (sd), enough to move 4 of 30 OOD questions; 1,200 moved it by 0.002-0.006.
+    in_domain: int = 1200
     near_domain: int = 200  # enough that its 5 % tail is not a handful of probes
     # "masked" probes are easier than real questions in their hardest tail ("question" ones
     # match it better), so the refusal budget binds at a stricter threshold than it says.
