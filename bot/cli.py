@@ -447,9 +447,16 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     is_flag=True,
     help="Also cross-validate the gate: split by document, choose on one half, report on the other.",
 )
+@click.option(
+    "--cv-seeds",
+    type=click.IntRange(1, 20),
+    default=1,
+    show_default=True,
+    help="Probe seeds for --cv: the calibration samples its probes, and each seed calibrates again (slower).",
+)
 @click.pass_obj
 @_friendly
-def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, with_answers: bool, compare_answers: Path | None, cv: bool) -> None:  # fmt: skip
+def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, with_answers: bool, compare_answers: Path | None, cv: bool, cv_seeds: int) -> None:  # fmt: skip
     """Measure retrieval and refusals on your own documents (and, with --answers, the answers).
 
     Each question's NEEDLE is a sentence copied verbatim from the document that
@@ -503,7 +510,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
         )
         answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
         gate_text = _gate_text(rt, compute=False)  # while the index exists
-        folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors) if cv else []
+        folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors, cv_seeds) if cv else []
         vectors.save()
     click.echo(format_eval(report))
     click.echo("\n" + gate_text)
@@ -526,7 +533,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
 
 
 def _cross_validation(
-    settings: Settings, docs_dir: Path, qs: list[Any], oods: list[Any], tmp: Path, embedder: Embedder
+    settings: Settings, docs_dir: Path, qs: list[Any], oods: list[Any], tmp: Path, embedder: Embedder, seeds: int = 1
 ) -> list[Any]:
     """Index each half of DOCS on its own and cross-validate the gate between them."""
     import shutil
@@ -549,7 +556,10 @@ def _cross_validation(
         name = f"half {i + 1} ({len(paths)} docs, {len(mine)} questions)"
         halves.append(Half(name, rt.engine.searcher(), mine, [o.question for o in oods[i::2]]))
     click.echo("Cross-validation: probing and scoring both halves …", err=True)
-    return cross_validate(halves, rt.calibration_config()) if rt else []
+    if rt is None:
+        return []
+    cfg = rt.calibration_config()
+    return cross_validate(halves, cfg, seeds=[cfg.seed + i for i in range(seeds)])
 
 
 def _eval_answers(rt: Runtime, qs: list[Any], oods: list[Any], compare_to: Path | None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import random
+import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -605,6 +606,7 @@ class FoldResult:
     est_refused: float
     default_weight: dict[str, float]  # the same at the shipped weights: threshold, bluffs, refused
     fixed: dict[str, float]  # the shipped fixed threshold (no calibration)
+    seed: int = 0  # the probe seed of the reporting half's calibration
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -663,15 +665,31 @@ def signal_aucs(
 
 
 def cross_validate(
-    halves: Sequence[Half], cfg: CalibrationConfig, generic: Sequence[str] | None = None
+    halves: Sequence[Half],
+    cfg: CalibrationConfig,
+    generic: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[FoldResult]:
-    """Choose on one half, report on the other, both ways.
+    """Choose on one half, report on the other, both ways; once per probe seed.
 
     On the choosing half the labels pick the two weights; on the reporting half
     the gate is self-calibrated on that half's own corpus (its probes, no labels) and
-    scored on its own questions and OOD questions the choice never saw.
+    scored on its own questions and OOD questions the choice never saw. The probes are
+    a sample, so each seed in ``seeds`` (default: ``cfg.seed``) calibrates again.
     """
     facts = {h.name: (_facts(h.searcher, h.questions), _facts(h.searcher, h.ood)) for h in halves}
+    out = []
+    for seed in seeds or (cfg.seed,):
+        out += _folds(halves, replace(cfg, seed=seed), facts, generic)
+    return out
+
+
+def _folds(
+    halves: Sequence[Half],
+    cfg: CalibrationConfig,
+    facts: dict[str, tuple[list[Facts | None], list[Facts | None]]],
+    generic: Sequence[str] | None,
+) -> list[FoldResult]:
     probed = {h.name: probe(h.searcher, cfg, generic) for h in halves}
     out = []
     for a, b in ((halves[0], halves[1]), (halves[1], halves[0])):
@@ -695,6 +713,7 @@ def cross_validate(
                 {"weight": cfg.coverage_weight, "sentence_weight": cfg.sentence_weight, "threshold": base.threshold,
                  "bluffs": base_bluffs, "refused": base_refused, "est_refused": base.est_refused},
                 {"threshold": cfg.fallback, "bluffs": fixed_bluffs, "refused": fixed_refused},
+                cfg.seed,
             )
         )  # fmt: skip
     return out
@@ -703,17 +722,19 @@ def cross_validate(
 def format_cv(folds: Sequence[FoldResult]) -> str:
     """Per reported half: bluffs and answerable refused, and the same scaled to the dev set's 30 / 64."""
 
-    def cell(bluffs: float, n_ood: int, refused: float, n_in: int) -> str:
+    def cell(bluffs: float, n_ood: int, refused: float, n_in: int, digits: int = 0) -> str:
         return (
-            f"bluffs {bluffs:.0f}/{n_ood} (= {30 * bluffs / max(1, n_ood):.1f}/30), "
-            f"refused {refused:.0f}/{n_in} (= {64 * refused / max(1, n_in):.1f}/64)"
+            f"bluffs {bluffs:.{digits}f}/{n_ood} (= {30 * bluffs / max(1, n_ood):.1f}/30), "
+            f"refused {refused:.{digits}f}/{n_in} (= {64 * refused / max(1, n_in):.1f}/64)"
         )
 
+    seeds = sorted({f.seed for f in folds})
     lines = ["Cross-validation by document (choose on one half, report on the other):"]
     for f in folds:
         d, x = f.default_weight, f.fixed
+        seed = f" (probe seed {f.seed})" if len(seeds) > 1 else ""
         lines += [
-            f"  chose on {f.chose_on}, reported on {f.reported_on}:",
+            f"  chose on {f.chose_on}, reported on {f.reported_on}{seed}:",
             f"    chosen weights: coverage {f.weight:g}, sentence {f.sentence_weight:g}; "
             f"self-calibrated threshold {f.threshold:.3f}: "
             + cell(f.bluffs, f.n_ood, f.refused, f.n_in)
@@ -723,4 +744,17 @@ def format_cv(folds: Sequence[FoldResult]) -> str:
             f"    fixed threshold {x['threshold']:.2f} (no calibration): "
             + cell(x["bluffs"], f.n_ood, x["refused"], f.n_in),
         ]
+    if len(seeds) > 1:
+        lines.append(
+            f"  Mean over {len(seeds)} probe seeds, shipped weights (the threshold's spread is the probes' noise):"
+        )
+        for half in dict.fromkeys(f.reported_on for f in folds):
+            mine = [f for f in folds if f.reported_on == half]
+            t = [f.default_weight["threshold"] for f in mine]
+            bluffs = statistics.fmean(f.default_weight["bluffs"] for f in mine)
+            refused = statistics.fmean(f.default_weight["refused"] for f in mine)
+            lines.append(
+                f"    {half}: threshold {statistics.fmean(t):.3f} ± {statistics.pstdev(t):.3f}, "
+                + cell(bluffs, mine[0].n_ood, refused, mine[0].n_in, digits=1)
+            )
     return "\n".join(lines)

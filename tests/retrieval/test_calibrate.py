@@ -304,3 +304,19 @@ def test_a_probe_without_content_words_is_dropped_not_a_bare_frame() -> None:
         assert probe_from("It is what it is, and so it was.", kind, random.Random(0)) == ""
     with pytest.raises(ValueError, match="unknown probe kind"):
         probe_from("Passwords must be long.", "riddle", random.Random(0))
+
+
+def test_cross_validation_calibrates_once_per_probe_seed(handbook: Engine) -> None:
+    s = handbook.searcher()
+    answerable = ["How many days of paid annual leave do I get?", "How long must passwords be?"]
+    halves = [
+        cal_mod.Half("a", s, answerable[:1], KNOWN_OOD[:6]),
+        cal_mod.Half("b", s, answerable[1:], KNOWN_OOD[6:12]),
+    ]
+    folds = cal_mod.cross_validate(halves, SMALL, generic=KNOWN_OOD[12:], seeds=[0, 1])
+    assert [(f.reported_on, f.seed) for f in folds] == [("b", 0), ("a", 0), ("b", 1), ("a", 1)]
+    thresholds = {f.seed: f.default_weight["threshold"] for f in folds if f.reported_on == "a"}
+    assert thresholds[0] != thresholds[1]  # another sample of probes, another threshold
+    text = cal_mod.format_cv(folds)
+    assert "(probe seed 1)" in text and "Mean over 2 probe seeds" in text
+    assert "(probe seed" not in cal_mod.format_cv(folds[:2])  # one seed: printed as before
