@@ -72,7 +72,7 @@ def format_eval(report: EvalReport) -> str:
     return "\n".join(lines)
 
 
-def _spark(values: list[float], lo: float = 0.2, hi: float = 1.8, bins: int = 24) -> str:
+def _spark(values: list[float], lo: float = 0.2, hi: float = 1.2, bins: int = 20) -> str:
     """A one-line histogram over [lo, hi] so the two distributions can be compared by eye."""
     counts = [0] * bins
     for v in values:

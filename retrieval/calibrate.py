@@ -281,8 +281,12 @@ def probe(
     cfg: CalibrationConfig,
     generic: Sequence[str] | None = None,
     stop: Callable[[], bool] = lambda: False,
+    sentences: bool | None = None,
 ) -> Probed:
-    """Build the probes for the index behind ``searcher`` and search each one."""
+    """Build the probes for the index behind ``searcher`` and search each one.
+
+    ``sentences``: measure each probe's nearest sentence (default: only when
+    ``cfg.sentence_weight`` reads it; the cross-validation, which tries weights, asks)."""
     t0 = time.perf_counter()
     chunks = searcher.snapshot.chunks
     rng = random.Random(f"{cfg.seed}:{fingerprint(chunks)}")  # the same corpus gets the same probes
@@ -294,16 +298,9 @@ def probe(
     prepared = _Prepared(searcher.embedder, [q for g in groups for q in g], stop)
     # The gate signal reads only the nearest chunk and sentence and the coverage, which
     # neither fusion nor reranking changes: probes skip both (the rerank was 14 of 20 ms a probe).
-    s = Searcher(searcher.snapshot, prepared, replace(searcher.cfg, fusion="dense"), None)
-
-    def facts(queries: Sequence[str]) -> list[Facts | None]:
-        out: list[Facts | None] = []
-        for q in queries:
-            _check(stop)
-            out.append(facts_of(s.search(q, k=20)))
-        return out
-
-    inside, gen, near = (facts(g) for g in groups)
+    nearest = cfg.sentence_weight > 0 if sentences is None else sentences
+    s = Searcher(searcher.snapshot, prepared, replace(searcher.cfg, fusion="dense", nearest_sentence=nearest), None)
+    inside, gen, near = (_facts(s, g, stop) for g in groups)
     return Probed(inside, gen, near, time.perf_counter() - t0)
 
 
@@ -632,12 +629,16 @@ def auc(inside: Sequence[float], ood: Sequence[float]) -> float:
     return float(((b > a).sum() + 0.5 * (b == a).sum()) / (a.size * b.size))
 
 
-def _facts(searcher: Searcher, queries: Sequence[str]) -> list[Facts | None]:
-    return [facts_of(searcher.search(q, k=20)) for q in queries]
+def _facts(searcher: Searcher, queries: Sequence[str], stop: Callable[[], bool] = lambda: False) -> list[Facts | None]:
+    out: list[Facts | None] = []
+    for q in queries:
+        _check(stop)
+        out.append(facts_of(searcher.search(q, k=20)))
+    return out
 
 
 def choose_gate_weights(
-    inside: Sequence[Facts | None], ood: Sequence[Facts | None], shipped: tuple[float, float] = (0.5, 0.0)
+    inside: Sequence[Facts | None], ood: Sequence[Facts | None], shipped: tuple[float, float]
 ) -> tuple[float, float]:
     """(coverage, sentence) weights with the best AUC on labelled questions (ties: nearest the shipped ones)."""
 
@@ -690,7 +691,7 @@ def _folds(
     facts: dict[str, tuple[list[Facts | None], list[Facts | None]]],
     generic: Sequence[str] | None,
 ) -> list[FoldResult]:
-    probed = {h.name: probe(h.searcher, cfg, generic) for h in halves}
+    probed = {h.name: probe(h.searcher, cfg, generic, sentences=True) for h in halves}  # weights are tried
     out = []
     for a, b in ((halves[0], halves[1]), (halves[1], halves[0])):
         shipped = (cfg.coverage_weight, cfg.sentence_weight)

@@ -37,6 +37,9 @@ class SearchConfig:
     candidates: int = 50  # taken from each retriever
     rrf_k: int = 60
     shortlist: int = 100  # fused candidates handed to the reranker (measured: 25 lost R@20 0.94 -> 0.88)
+    # Scan the sentence vectors for the gate's nearest sentence even without a sentence
+    # reranker (which scans them anyway). Calibration probes that will not read it skip the scan.
+    nearest_sentence: bool = True
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: one per sync
@@ -209,7 +212,8 @@ class Searcher:
         timings["fuse"] = _lap(t)
 
         t = time.perf_counter()
-        sentence = snap.best_sentence(q)  # read by the gate and by the sentence reranker
+        wanted = self.reranker is not None or self.cfg.nearest_sentence
+        sentence = snap.best_sentence(q) if wanted else None  # read by the gate and by the sentence reranker
         if self.reranker is not None:
             shortlist = cands[: self.cfg.shortlist]
             cands = self.reranker.rerank(full, q, shortlist, snap, sentence) + cands[self.cfg.shortlist :]
@@ -217,7 +221,7 @@ class Searcher:
 
         hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
         best_distance = float(1.0 - (cos.max() if allowed is None else cos[allowed].max()))
-        sentence_distance = snap.nearest_sentence_distance(sentence, allowed)
+        sentence_distance = None if sentence is None else snap.nearest_sentence_distance(sentence, allowed)
         return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q, sentence_distance)
 
     def _dense(self, cos: np.ndarray, allowed: np.ndarray | None) -> list[int]:

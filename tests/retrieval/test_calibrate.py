@@ -320,3 +320,14 @@ def test_cross_validation_calibrates_once_per_probe_seed(handbook: Engine) -> No
     text = cal_mod.format_cv(folds)
     assert "(probe seed 1)" in text and "Mean over 2 probe seeds" in text
     assert "(probe seed" not in cal_mod.format_cv(folds[:2])  # one seed: printed as before
+
+
+def test_probes_scan_sentences_only_when_the_weights_read_them(handbook: Engine) -> None:
+    s = handbook.searcher()
+    small = CalibrationConfig(in_domain=10, near_domain=5)
+    skipped = cal_mod.probe(s, small, generic=KNOWN_OOD[:5])
+    assert all(f is None or f[1] == f[0] for f in skipped.in_domain + skipped.generic)  # chunk distance stands in
+    scanned = cal_mod.probe(s, small, generic=KNOWN_OOD[:5], sentences=True)
+    assert any(f is not None and f[1] != f[0] for f in scanned.in_domain)
+    weighted = cal_mod.probe(s, CalibrationConfig(in_domain=10, near_domain=5, sentence_weight=0.5), KNOWN_OOD[:5])
+    assert weighted.in_domain == scanned.in_domain  # a weight that reads it scans by itself

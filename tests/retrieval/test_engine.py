@@ -234,6 +234,21 @@ def test_an_index_without_sentence_vectors_has_no_sentence_distance(docs: Path) 
     assert result.hits and result.best_sentence_distance is None
 
 
+def test_a_search_told_not_to_scan_sentences_reports_none(docs: Path) -> None:
+    from retrieval.search import SearchConfig, Searcher
+
+    eng = memory_engine(docs)
+    eng.sync()
+    snap = eng.searcher().snapshot
+    assert len(snap.sentence_owner)
+    scanned = Searcher(snap, eng.embedder, SearchConfig(fusion="dense")).search("who approves expenses")
+    skipped = Searcher(snap, eng.embedder, SearchConfig(fusion="dense", nearest_sentence=False))
+    assert scanned.best_sentence_distance is not None
+    assert skipped.search("who approves expenses").best_sentence_distance is None
+    reranked = Searcher(snap, eng.embedder, SearchConfig(nearest_sentence=False), eng.searcher().reranker)
+    assert reranked.search("who approves expenses").best_sentence_distance is not None  # the reranker scans anyway
+
+
 def test_a_failed_sync_is_recorded_and_the_old_searcher_keeps_answering(docs: Path) -> None:
     eng = memory_engine(docs)
     eng.sync()
