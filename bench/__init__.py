@@ -105,6 +105,9 @@ def bench(
             echo(f"\nAnswers over {min(answers, len(qs))} questions ({rt.model.name}):")
             if weights is not None:
                 echo(f"  weights                {weights.describe()}")
+            lookup = getattr(rt.model, "lookup", None)
+            if lookup is not None:
+                echo(f"  prompt lookup          {lookup.describe()}")
             echo("\n".join(_answer_lines(rt, qs[:answers])))
         if slack:
             echo(f"\nSlack, through the real Bolt app and a fake Web API, {min(slack, len(qs))} questions one by one:")

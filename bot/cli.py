@@ -184,6 +184,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     sync marks and rebuilds them). Files the sync skips are listed with the reason.
     """
     from retrieval.embed import describe_cached_choice
+    from retrieval.llm_lookup import describe_cached_lookup
     from retrieval.llm_weights import describe_cached_weights
 
     rt = Runtime(settings)
@@ -209,6 +210,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
                     "docs_folder": engine.manifest.docs_folder(),
                     "embedding_runtime": runtime,
                     "llm_weights": describe_cached_weights(settings.data_dir / "models"),
+                    "llm_prompt_lookup": describe_cached_lookup(settings.data_dir / "models"),
                 },
                 indent=2,
             )
@@ -228,6 +230,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     click.echo(f"Embedding runtime: {describe_cached_choice(settings.data_dir / 'models')}")
     if not settings.llm_url:
         click.echo(f"Language model weights: {describe_cached_weights(settings.data_dir / 'models')}")
+        click.echo(f"Prompt lookup: {describe_cached_lookup(settings.data_dir / 'models')}")
     click.echo(_gate_text(rt, calibrate))
 
 

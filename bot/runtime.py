@@ -156,6 +156,7 @@ class Runtime:
             n_batch=s.llm_batch,
             flash_attn=s.llm_flash_attn,
             weights=s.llm_weights,
+            prompt_lookup=s.llm_prompt_lookup,
             deadline_s=s.answer_deadline_s,
         )
 

@@ -138,6 +138,11 @@ class Settings(BaseSettings):
         description="Form of an in-process GGUF's weights: auto times the shipped file and its Q8_0/F16 widenings "
         "on this CPU once and runs the fastest that answers alike (cached in the data dir).",
     )
+    llm_prompt_lookup: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Draft the answer's next tokens from its sources (prompt-lookup decoding; the same words, "
+        "sooner where the CPU checks a batch cheaply): auto times it on this CPU once, on the serving weights.",
+    )
     answer_deadline_s: float = Field(
         30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
     )

@@ -122,7 +122,27 @@ class LlamaCppModel:
         self.deadline_s = deadline_s
         self._lock = threading.Lock()
         self._pieces: _TokenPieces | None = None
+        self._draft: _PromptLookup | None = None
         self.weights: Any = None  # the WeightsReport load_model chose this file by
+        self.lookup: Any = None  # the LookupReport load_model decided prompt lookup by
+
+    @property
+    def prompt_lookup(self) -> bool:
+        """Whether tokens are drafted from the prompt (see :class:`_PromptLookup`)."""
+        return self._llm.draft_model is not None
+
+    @prompt_lookup.setter
+    def prompt_lookup(self, on: bool) -> None:
+        with self._lock:
+            if on and self._draft is None:
+                self._draft = _PromptLookup(self._llm)
+                # With drafts llama-cpp-python copies every evaluated token's logits (151,936
+                # floats each) into ``Llama.scores``, indexed by position: its array holds
+                # n_batch rows when built without logits_all, so a prompt longer than that
+                # would overrun it. Only logprobs and stopping criteria read it, and Footnote
+                # asks for neither, so the copies go nowhere.
+                self._llm.scores = _DISCARDED
+            self._llm.draft_model = self._draft if on else None
 
     def complete(
         self,
@@ -137,6 +157,9 @@ class LlamaCppModel:
         if not self._lock.acquire(timeout=limit):
             raise ModelError(f"the language model is busy and did not start within {limit:.0f} s; try again")
         try:
+            # The prompt's logits are read once, for its last token; a draft asks for every
+            # drafted token's (see _PromptLookup).
+            self._llm._logits_all = False
             greedy = None if grammar is None or isinstance(grammar, str) else self._greedy(grammar)
             stream = self._llm.create_chat_completion(
                 messages=messages,  # type: ignore[arg-type]
@@ -168,6 +191,50 @@ class LlamaCppModel:
         if self._pieces is None:
             self._pieces = _TokenPieces(self._llm)
         return ConstrainedGreedy(constraint.start(), self._pieces)
+
+
+class _PromptLookup:
+    """Drafts the next tokens from the prompt: prompt-lookup decoding.
+
+    An answer copies its source sentences' words, so what comes next is often already in
+    the prompt. llama-cpp-python's ``LlamaPromptLookupDecoding`` proposes the tokens that
+    followed the last two generated ones there, and the model checks the whole draft in one
+    batch instead of one token per step. Every token is still the model's own greedy (and
+    constrained) choice: the output is the same, only sooner.
+
+    llama-cpp-python turns on logits for every token when a draft model is set, the
+    prompt's too: 151,936 of them per prompt token, a third of the 0.5B's work for nothing.
+    So ``complete`` turns that off for the prompt, and the first draft turns it on.
+    """
+
+    def __init__(self, llm: Any, tokens: int = 10) -> None:
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        self._llm = llm
+        self._lookup = LlamaPromptLookupDecoding(max_ngram_size=2, num_pred_tokens=tokens)
+        self.drafts = 0  # tokens proposed so far (for tests and curiosity)
+
+    def __call__(self, input_ids: np.ndarray, /, **kwargs: Any) -> np.ndarray:
+        self._llm._logits_all = True  # from here on every evaluated token is a draft to check
+        draft = self._lookup(input_ids, **kwargs)
+        self.drafts += len(draft)
+        return draft
+
+
+class _Discarded:
+    """Accepts llama-cpp-python's ``scores[a:b, :].reshape(-1)[::] = logits`` and keeps nothing."""
+
+    def __getitem__(self, _key: Any) -> _Discarded:
+        return self
+
+    def reshape(self, *_shape: Any) -> _Discarded:
+        return self
+
+    def __setitem__(self, _key: Any, _value: Any) -> None:
+        pass
+
+
+_DISCARDED = _Discarded()
 
 
 class _TokenPieces:
@@ -405,7 +472,8 @@ def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) 
         from retrieval.model_files import packaged_gguf
 
         gguf = packaged_gguf(models_dir, kw.get("packaged", "qwen-0.5b"))
-    from retrieval.llm_weights import choose_weights
+    from retrieval.llm_lookup import choose_lookup
+    from retrieval.llm_weights import choice_key, choose_weights
 
     def load(path: Path) -> LlamaCppModel:
         return LlamaCppModel(
@@ -418,15 +486,19 @@ def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) 
         )
 
     check_gguf(gguf)  # before its weights are timed or converted
+    version = installed_version("llama_cpp_python")
+    tuning = f"threads={kw.get('threads') or os.cpu_count()} batch={kw.get('n_batch', 512)} fa={kw.get('flash_attn')}"
     report = choose_weights(
         gguf,
         kw.get("weights", "auto"),
         file_type=lambda: gguf_file_type(gguf),
         load=load,
         convert=convert_gguf,
-        version=installed_version("llama_cpp_python"),
-        tuning=f"threads={kw.get('threads') or os.cpu_count()} batch={kw.get('n_batch', 512)} fa={kw.get('flash_attn')}",
+        version=version,
+        tuning=tuning,
     )
     model = load(report.path)
     model.weights = report
+    key = choice_key(report.path, version, tuning)
+    model.lookup = choose_lookup(model, report.path, kw.get("prompt_lookup", "auto"), key)
     return model

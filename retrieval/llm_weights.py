@@ -175,7 +175,8 @@ def pick(trials: Sequence[WeightsTrial]) -> str:
     return min((t for t in ok if t.answer_s <= fastest * ANSWER_SLACK), key=lambda t: t.first_token_s).weights
 
 
-def _key(src: Path, version: str, tuning: str) -> str:
+def choice_key(src: Path, version: str, tuning: str) -> str:
+    """What a measurement of this file holds for: its version, the CPU, llama.cpp and its settings."""
     return f"{src.name}|{_version_of(src)}|{cpu_info().key()}|llama.cpp {version}|{tuning}"
 
 
@@ -197,7 +198,7 @@ def choose_weights(
     with _locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
-        cache, key = cache_path(src), _key(src, version, tuning)
+        cache, key = cache_path(src), choice_key(src, version, tuning)
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             data = json.loads(cache.read_text(encoding="utf-8"))
             if data["key"] == key and data["chosen"] in ("as-shipped", *WIDENED):

@@ -304,6 +304,30 @@ class TimedModel(ScriptedModel):
         return reply
 
 
+class DraftingModel(TimedModel):
+    """A timed model whose writing takes ``drafted`` seconds (and says ``drafted_reply``,
+    if given) while ``prompt_lookup`` is on."""
+
+    def __init__(
+        self, reply: str, clock: FakeClock, first: float, rest: float, drafted: float, drafted_reply: str | None = None
+    ) -> None:
+        super().__init__(reply, clock, first, rest)
+        self.plain_rest, self.drafted, self.drafted_reply, self.plain_reply = rest, drafted, drafted_reply, reply
+        self._on = False
+        self.switches: list[bool] = []
+
+    @property
+    def prompt_lookup(self) -> bool:
+        return self._on
+
+    @prompt_lookup.setter
+    def prompt_lookup(self, on: bool) -> None:
+        self._on = on
+        self.switches.append(on)
+        self.rest = self.drafted if on else self.plain_rest
+        self.reply = (self.drafted_reply or self.plain_reply) if on else self.plain_reply
+
+
 class ToyVocabulary:
     """A model's token table in miniature: token id -> (bytes, ends generation); b"<eos>" ends."""
 

@@ -1,0 +1,100 @@
+"""Whether prompt-lookup drafting answers sooner on this CPU, measured once per model file.
+
+Drafting (see ``retrieval.llm._PromptLookup``) never changes what the model writes, only
+how many tokens llama.cpp checks per step. Whether that saves time depends on the CPU:
+checking a draft of ten tokens costs more than one step, and it pays only where a batch
+is cheap per token and the drafts are often right. So the probe prompts of
+:mod:`retrieval.llm_weights` are answered without and with drafting, and drafting is kept
+when its answers are the same and come sooner. The result is cached beside the weights
+file that serves (per file version, CPU, llama.cpp version and settings);
+``FOOTNOTE_LLM_PROMPT_LOOKUP=on|off`` forces it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from retrieval.llm_weights import Clock, probe
+
+log = logging.getLogger("footnote.llm")
+
+LookupChoice = Literal["auto", "on", "off"]
+CACHE_SUFFIX = ".lookup.json"
+
+
+class Drafting(Protocol):
+    """A model that can draft tokens from its prompt (the in-process llama.cpp one)."""
+
+    prompt_lookup: bool
+
+    def complete(self, *args: object, **kwargs: object) -> str: ...
+
+
+@dataclass(frozen=True)
+class LookupReport:
+    on: bool
+    how: str  # "measured", "cached measurement", "forced by FOOTNOTE_LLM_PROMPT_LOOKUP"
+    plain_s: float | None = None  # probe answer p50 without drafting
+    drafted_s: float | None = None  # ... with drafting
+    same_answers: bool = True
+
+    def describe(self) -> str:
+        state = "on" if self.on else "off"
+        if self.plain_s is None or self.drafted_s is None:
+            return f"{state} ({self.how})"
+        differ = "" if self.same_answers else ", answers differ: not taken"
+        return f"{state} ({self.how}: answer {self.drafted_s:.2f} s drafted vs {self.plain_s:.2f} s{differ})"
+
+
+def cache_path(weights_file: Path) -> Path:
+    return weights_file.with_name(weights_file.stem + CACHE_SUFFIX)
+
+
+def choose_lookup(
+    model: Drafting, weights_file: Path, choice: LookupChoice, key: str, clock: Clock = time.perf_counter
+) -> LookupReport:
+    """Apply the setting, the cached measurement, or measure now; leaves the model set to it."""
+    if choice != "auto":
+        report = LookupReport(choice == "on", "forced by FOOTNOTE_LLM_PROMPT_LOOKUP")
+    else:
+        report = _cached(cache_path(weights_file), key) or _measure(model, clock)
+        if report.how == "measured":
+            with contextlib.suppress(OSError):
+                cache_path(weights_file).write_text(json.dumps({"key": key, **asdict(report)}), encoding="utf-8")
+    model.prompt_lookup = report.on
+    log.info("prompt lookup: %s", report.describe())
+    return report
+
+
+def _cached(cache: Path, key: str) -> LookupReport | None:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data.pop("key") == key:
+            return LookupReport(**{**data, "how": "cached measurement"})
+    return None
+
+
+def _measure(model: Drafting, clock: Clock) -> LookupReport:
+    model.prompt_lookup = False
+    _first, plain_s, plain = probe(model, clock)  # type: ignore[arg-type]
+    model.prompt_lookup = True
+    _first, drafted_s, drafted = probe(model, clock)  # type: ignore[arg-type]
+    same = drafted == plain  # greedy either way: any difference is a fault, not a near tie
+    return LookupReport(same and drafted_s < plain_s, "measured", round(plain_s, 3), round(drafted_s, 3), same)
+
+
+def describe_cached_lookup(models_dir: Path) -> str:
+    """What the last measurements decided here, for `footnote status` (reads, never measures)."""
+    lines = []
+    for cache in sorted(models_dir.glob(f"*{CACHE_SUFFIX}")):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            data = json.loads(cache.read_text(encoding="utf-8"))
+            data.pop("key")
+            lines.append(f"{cache.name.removesuffix(CACHE_SUFFIX)}: {LookupReport(**data).describe()}")
+    return "; ".join(lines) or "not measured yet on this machine; the first answer measures"

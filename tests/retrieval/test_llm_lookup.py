@@ -1,0 +1,91 @@
+"""Whether the language model drafts tokens from its prompt: measured, cached, forced;
+and, with the packaged model, that drafting writes exactly what plain decoding writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval.llm import LanguageModel
+from retrieval.llm_lookup import cache_path, choose_lookup, describe_cached_lookup
+from retrieval.prompt import INSTRUCTIONS, AnswerFormat
+from tests.fakes import DraftingModel, FakeClock
+
+KEY = "model.gguf|v1|cpu|llama.cpp 0.3|threads=2"
+
+
+def _model(drafted: float, drafted_reply: str | None = None) -> DraftingModel:
+    return DraftingModel("[1] Within 5 minutes.", FakeClock(), 0.5, 1.0, drafted, drafted_reply)
+
+
+def test_auto_keeps_drafting_when_it_answers_sooner_with_the_same_answers(tmp_path: Path) -> None:
+    weights = tmp_path / "model.gguf"
+    m = _model(drafted=0.4)
+    report = choose_lookup(m, weights, "auto", KEY, clock=m.clock)
+    assert report.on and report.how == "measured" and m.prompt_lookup
+    assert report.plain_s == pytest.approx(1.5) and report.drafted_s == pytest.approx(0.9)
+    assert cache_path(weights).is_file()
+
+
+def test_drafting_that_is_slower_or_answers_otherwise_is_not_kept(tmp_path: Path) -> None:
+    slower = _model(drafted=1.3)
+    assert not choose_lookup(slower, tmp_path / "a.gguf", "auto", KEY, clock=slower.clock).on
+    assert not slower.prompt_lookup
+    other = _model(drafted=0.2, drafted_reply="[2] Within 30 days.")
+    report = choose_lookup(other, tmp_path / "b.gguf", "auto", KEY, clock=other.clock)
+    assert not report.on and not report.same_answers and "answers differ" in report.describe()
+
+
+def test_the_measurement_is_cached_per_key_and_reused_without_asking_the_model(tmp_path: Path) -> None:
+    weights = tmp_path / "model.gguf"
+    first = _model(drafted=0.4)
+    choose_lookup(first, weights, "auto", KEY, clock=first.clock)
+    again = _model(drafted=5.0)  # would lose if measured: the cache decides
+    report = choose_lookup(again, weights, "auto", KEY, clock=again.clock)
+    assert report.on and report.how == "cached measurement" and again.calls == [] and again.prompt_lookup
+    other_cpu = _model(drafted=5.0)
+    assert not choose_lookup(other_cpu, weights, "auto", KEY + "|other cpu", clock=other_cpu.clock).on
+    assert other_cpu.calls  # measured again
+    assert describe_cached_lookup(tmp_path).startswith("model: off (measured")
+
+
+def test_the_setting_forces_drafting_without_measuring(tmp_path: Path) -> None:
+    for choice, on in (("on", True), ("off", False)):
+        m = _model(drafted=5.0)
+        report = choose_lookup(m, tmp_path / "model.gguf", choice, KEY, clock=m.clock)  # type: ignore[arg-type]
+        assert report.on is on and m.prompt_lookup is on and m.calls == []
+        assert "forced" in report.how
+    assert describe_cached_lookup(tmp_path / "nothing").startswith("not measured yet")
+
+
+# Long enough that the prompt is more tokens than llama.cpp's batch (n_batch 512): with
+# drafting on, llama-cpp-python writes logits by position, which once overran its array.
+_FILLER = "\n".join(
+    f"[{i}] Expense claims for trip {i} must be submitted within {i + 10} days of the purchase, with receipts."
+    for i in range(1, 25)
+)
+
+
+@pytest.mark.slow
+def test_drafting_writes_exactly_what_plain_greedy_decoding_writes(real_model: LanguageModel) -> None:
+    fmt = AnswerFormat(25)
+    sources = (
+        f"SOURCES\n{_FILLER}\n[25] For a SEV1 incident the on-call engineer must acknowledge the page within 5 minutes."
+    )
+    was = real_model.prompt_lookup  # type: ignore[attr-defined]
+    try:
+        for question in ("How fast must a SEV1 page be acknowledged?", "How long do I have to claim trip 7?"):
+            msgs = [
+                {"role": "system", "content": INSTRUCTIONS},
+                {"role": "user", "content": f"{sources}\n\nQUESTION\n{question}"},
+            ]
+            outputs = {}
+            for on in (False, True):
+                real_model.prompt_lookup = on  # type: ignore[attr-defined]
+                outputs[on] = real_model.complete(msgs, 64, grammar=fmt)
+            assert outputs[True] == outputs[False] and outputs[True].startswith("[")
+        assert real_model._draft.drafts > 0  # type: ignore[attr-defined]  # drafting really ran
+    finally:
+        real_model.prompt_lookup = was  # type: ignore[attr-defined]
+    assert real_model.lookup.how in ("measured", "cached measurement")  # type: ignore[attr-defined]
