@@ -40,9 +40,19 @@ class Claim:
 
 
 def build_prompt(question: str, sentences: Sequence[Numbered], context: Sequence[str] = ()) -> list[Message]:
-    """Fixed instructions (a cacheable prefix), then the numbered sentences and the question."""
+    """Fixed instructions (a cacheable prefix), then the question, the numbered sentences
+    and the question again.
+
+    The question before the sources lets a decoder-only model read them for it (query-aware
+    contextualisation, Liu et al. 2023, "Lost in the Middle"). Measured on the dev set
+    (0.5B, 3 sentences, 64 + 30 questions): the model then copies the source sentence it
+    cites word for word (59 of 62 first lines, against 34), so the support check had nothing
+    to remove (6 before), re-attributed 1 sentence (7) and quoted bare evidence 0 times
+    (13); the needle's words in the answers rose from 0.57 to 0.61; evidence hits stayed 36
+    (paired +4/-4; one half of the documents +3, the other -3); bluffs 2/30 both.
+    """
     earlier = "".join(f"Earlier question in this conversation: {q}\n" for q in context)
-    user = f"SOURCES\n{sources_block(sentences)}\n\n{earlier}QUESTION\n{question}"
+    user = f"QUESTION\n{question}\n\nSOURCES\n{sources_block(sentences)}\n\n{earlier}QUESTION\n{question}"
     return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": user}]
 
 
