@@ -3,6 +3,8 @@
 In-process llama.cpp by default (greedy, the GGUF's own chat template, threads =
 cores); or any OpenAI-compatible chat server such as llama.cpp's. One llama.cpp
 context serves one completion at a time, so access is serialised with a lock.
+In-process, the next tokens can be drafted from the prompt (prompt-lookup decoding,
+:class:`_PromptLookup`) where that is measured to answer sooner.
 
 Both accept a constraint on what the model can write (Footnote's answer format:
 every sentence starts with a valid source number): GBNF text, or a :class:`Constraint`
@@ -139,8 +141,10 @@ class LlamaCppModel:
                 # With drafts llama-cpp-python copies every evaluated token's logits (151,936
                 # floats each) into ``Llama.scores``, indexed by position: its array holds
                 # n_batch rows when built without logits_all, so a prompt longer than that
-                # would overrun it. Only logprobs and stopping criteria read it, and Footnote
-                # asks for neither, so the copies go nowhere.
+                # would overrun it. Its readers are logprobs and saved states (Footnote uses
+                # neither) and the chat template's stop-at-end-token criterion, which is
+                # handed a row and ignores it; so the copies go nowhere. Pinned to
+                # llama-cpp-python 0.3.36 and tested on a prompt longer than the batch.
                 self._llm.scores = _DISCARDED
             self._llm.draft_model = self._draft if on else None
 
@@ -197,10 +201,12 @@ class _PromptLookup:
     """Drafts the next tokens from the prompt: prompt-lookup decoding.
 
     An answer copies its source sentences' words, so what comes next is often already in
-    the prompt. llama-cpp-python's ``LlamaPromptLookupDecoding`` proposes the tokens that
-    followed the last two generated ones there, and the model checks the whole draft in one
-    batch instead of one token per step. Every token is still the model's own greedy (and
-    constrained) choice: the output is the same, only sooner.
+    the prompt. llama-cpp-python's ``LlamaPromptLookupDecoding`` finds the last two tokens
+    (else the last one) earlier in the context and proposes what followed them there, and
+    the model checks the whole draft in one batch instead of one token per step. Every
+    token is still the model's own greedy (and constrained) choice; only a near tie that
+    the batch's arithmetic rounds the other way could differ, which is why
+    :mod:`retrieval.llm_lookup` keeps drafting only where the probe answers are identical.
 
     llama-cpp-python turns on logits for every token when a draft model is set, the
     prompt's too: 151,936 of them per prompt token, a third of the 0.5B's work for nothing.
@@ -464,7 +470,8 @@ def check_gguf(gguf: Path) -> None:
 def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) -> LanguageModel:
     """The configured model: a server URL wins, then a GGUF path, then a packaged model
     (``packaged``). An in-process GGUF runs on the form of its weights chosen for this
-    CPU (``weights``: see :mod:`retrieval.llm_weights`)."""
+    CPU (``weights``: see :mod:`retrieval.llm_weights`), drafting or not as measured
+    (``prompt_lookup``: see :mod:`retrieval.llm_lookup`)."""
     deadline = float(kw.get("deadline_s", 30.0))
     if url:
         return OpenAICompatibleModel(url, timeout_s=float(kw.get("timeout_s", deadline)), deadline_s=deadline)

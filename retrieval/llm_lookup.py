@@ -5,9 +5,11 @@ how many tokens llama.cpp checks per step. Whether that saves time depends on th
 checking a draft of ten tokens costs more than one step, and it pays only where a batch
 is cheap per token and the drafts are often right. So the probe prompts of
 :mod:`retrieval.llm_weights` are answered without and with drafting, and drafting is kept
-when its answers are the same and come sooner. The result is cached beside the weights
-file that serves (per file version, CPU, llama.cpp version and settings);
-``FOOTNOTE_LLM_PROMPT_LOOKUP=on|off`` forces it.
+when its answers are the same and come at least ``MARGIN`` sooner (three probe answers
+are a small sample: a win inside their noise should not decide for good). The result is
+cached beside the weights file that serves (per file version, CPU, llama.cpp version and
+settings) and goes with that file; ``FOOTNOTE_LLM_PROMPT_LOOKUP=on|off`` forces it. A
+probe that fails is a result too: drafting stays off and is measured again next time.
 """
 
 from __future__ import annotations
@@ -20,24 +22,27 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from retrieval.llm_weights import Clock, probe
+from retrieval.errors import ModelError
+from retrieval.llm import LanguageModel
+from retrieval.llm_weights import Clock, locked, probe
 
 log = logging.getLogger("footnote.llm")
 
 LookupChoice = Literal["auto", "on", "off"]
 CACHE_SUFFIX = ".lookup.json"
+MARGIN = 1.05  # drafting is kept when the plain answers take at least 5 % longer
 
 
-class Drafting(Protocol):
+class Drafting(LanguageModel, Protocol):
     """A model that can draft tokens from its prompt (the in-process llama.cpp one)."""
 
     prompt_lookup: bool
 
-    def complete(self, *args: object, **kwargs: object) -> str: ...
-
 
 @dataclass(frozen=True)
 class LookupReport:
+    """Whether the model drafts, and why (printed by status and bench)."""
+
     on: bool
     how: str  # "measured", "cached measurement", "forced by FOOTNOTE_LLM_PROMPT_LOOKUP"
     plain_s: float | None = None  # probe answer p50 without drafting
@@ -63,10 +68,10 @@ def choose_lookup(
     if choice != "auto":
         report = LookupReport(choice == "on", "forced by FOOTNOTE_LLM_PROMPT_LOOKUP")
     else:
-        report = _cached(cache_path(weights_file), key) or _measure(model, clock)
-        if report.how == "measured":
-            with contextlib.suppress(OSError):
-                cache_path(weights_file).write_text(json.dumps({"key": key, **asdict(report)}), encoding="utf-8")
+        with locked(weights_file):  # two processes starting at once would time each other's load
+            report = _cached(cache_path(weights_file), key) or _measure(model, clock)
+            if report.how == "measured":
+                _write(cache_path(weights_file), {"key": key, **asdict(report)})
     model.prompt_lookup = report.on
     log.info("prompt lookup: %s", report.describe())
     return report
@@ -80,13 +85,28 @@ def _cached(cache: Path, key: str) -> LookupReport | None:
     return None
 
 
+def _write(cache: Path, data: dict[str, object]) -> None:
+    """Atomically: a crash leaves the old measurement or none, never half a file."""
+    tmp = cache.with_name(cache.name + ".part")
+    with contextlib.suppress(OSError):
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        tmp.replace(cache)
+
+
 def _measure(model: Drafting, clock: Clock) -> LookupReport:
-    model.prompt_lookup = False
-    _first, plain_s, plain = probe(model, clock)  # type: ignore[arg-type]
-    model.prompt_lookup = True
-    _first, drafted_s, drafted = probe(model, clock)  # type: ignore[arg-type]
-    same = drafted == plain  # greedy either way: any difference is a fault, not a near tie
-    return LookupReport(same and drafted_s < plain_s, "measured", round(plain_s, 3), round(drafted_s, 3), same)
+    try:
+        model.prompt_lookup = False
+        _first, plain_s, plain = probe(model, clock)
+        model.prompt_lookup = True
+        _first, drafted_s, drafted = probe(model, clock)
+    except ModelError as exc:  # a timed-out probe must not stop the model from serving
+        log.warning("prompt lookup not measured (%s): off for now", exc)
+        return LookupReport(False, f"not measured: {exc}")
+    # Drafted tokens are checked in a batch, whose arithmetic may round differently from
+    # one token at a time: a near tie can flip. Exact equality errs towards plain decoding.
+    same = drafted == plain
+    on = same and drafted_s * MARGIN < plain_s
+    return LookupReport(on, "measured", round(plain_s, 3), round(drafted_s, 3), same)
 
 
 def describe_cached_lookup(models_dir: Path) -> str:

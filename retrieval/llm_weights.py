@@ -195,7 +195,7 @@ def choose_weights(
 
     ``tuning`` names the llama.cpp settings (threads, batch, flash attention) the timings
     depend on. Never fails for want of a conversion: the shipped file always works."""
-    with _locked(src):  # two processes starting at once: one measures, the other reads its result
+    with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
         cache, key = cache_path(src), choice_key(src, version, tuning)
@@ -248,10 +248,12 @@ def _drop_conversions(src: Path, keep: Path) -> None:
         for old in src.parent.glob(f"{glob.escape(src.stem)}.{w}-*.gguf"):
             if old != keep:
                 old.unlink(missing_ok=True)
+                old.with_name(old.stem + ".lookup.json").unlink(missing_ok=True)  # its drafting measurement
 
 
 @contextlib.contextmanager
-def _locked(src: Path) -> Iterator[None]:
+def locked(src: Path) -> Iterator[None]:
+    """One process measures a model file at a time (the others wait, then read its result)."""
     try:
         f = src.with_name(src.stem + ".weights.lock").open("a")
     except OSError:  # a read-only models folder: nothing is written there either

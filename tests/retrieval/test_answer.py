@@ -7,6 +7,7 @@ model for behaviour (it cites, under the grammar, sentences whose ranges slice e
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,16 @@ def test_prompt_carries_thread_context_and_fixed_instructions_first() -> None:
     msgs = build_prompt("And for SEV2?", [], context=["How fast must a SEV1 be acknowledged?"])
     assert msgs[0]["role"] == "system" and "[0]" in msgs[0]["content"]
     assert "Earlier question in this conversation: How fast must a SEV1" in msgs[-1]["content"]
+
+
+def test_prompt_asks_the_question_before_the_sources_and_again_after() -> None:
+    @dataclass(frozen=True)
+    class Line:
+        n: int
+        text: str
+
+    user = build_prompt("How fast?", [Line(1, "Within 5 minutes."), Line(2, "Thirty days.")])[-1]["content"]
+    assert user == "QUESTION\nHow fast?\n\nSOURCES\n[1] Within 5 minutes.\n[2] Thirty days.\n\nQUESTION\nHow fast?"
 
 
 def test_the_grammar_only_admits_source_numbers() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.errors import ModelError
 from retrieval.llm import LanguageModel
 from retrieval.llm_lookup import cache_path, choose_lookup, describe_cached_lookup
 from retrieval.prompt import INSTRUCTIONS, AnswerFormat
@@ -50,6 +51,25 @@ def test_the_measurement_is_cached_per_key_and_reused_without_asking_the_model(t
     assert describe_cached_lookup(tmp_path).startswith("model: off (measured")
 
 
+def test_a_probe_that_fails_leaves_drafting_off_and_is_measured_again_next_time(tmp_path: Path) -> None:
+    class Failing(DraftingModel):
+        def complete(self, *args: object, **kwargs: object) -> str:
+            if self.prompt_lookup:
+                raise ModelError("the language model did not finish within 30 s")
+            return super().complete(*args, **kwargs)  # type: ignore[arg-type]
+
+    weights = tmp_path / "model.gguf"
+    m = Failing("[1] Within 5 minutes.", FakeClock(), 0.5, 1.0, 0.4)
+    report = choose_lookup(m, weights, "auto", KEY, clock=m.clock)
+    assert not report.on and not m.prompt_lookup and "not measured" in report.how
+    assert not cache_path(weights).exists()
+
+
+def test_a_win_inside_the_probes_noise_does_not_turn_drafting_on(tmp_path: Path) -> None:
+    m = _model(drafted=0.97)  # answers 1.47 s against 1.5 s: 2 %
+    assert not choose_lookup(m, tmp_path / "model.gguf", "auto", KEY, clock=m.clock).on
+
+
 def test_the_setting_forces_drafting_without_measuring(tmp_path: Path) -> None:
     for choice, on in (("on", True), ("off", False)):
         m = _model(drafted=5.0)
@@ -74,6 +94,8 @@ def test_drafting_writes_exactly_what_plain_greedy_decoding_writes(real_model: L
         f"SOURCES\n{_FILLER}\n[25] For a SEV1 incident the on-call engineer must acknowledge the page within 5 minutes."
     )
     was = real_model.prompt_lookup  # type: ignore[attr-defined]
+    real_model.prompt_lookup = True  # type: ignore[attr-defined]  # creates the draft if load_model did not
+    drafted_before = real_model._draft.drafts  # type: ignore[attr-defined]
     try:
         for question in ("How fast must a SEV1 page be acknowledged?", "How long do I have to claim trip 7?"):
             msgs = [
@@ -85,7 +107,14 @@ def test_drafting_writes_exactly_what_plain_greedy_decoding_writes(real_model: L
                 real_model.prompt_lookup = on  # type: ignore[attr-defined]
                 outputs[on] = real_model.complete(msgs, 64, grammar=fmt)
             assert outputs[True] == outputs[False] and outputs[True].startswith("[")
-        assert real_model._draft.drafts > 0  # type: ignore[attr-defined]  # drafting really ran
+        assert real_model._draft.drafts > drafted_before  # type: ignore[attr-defined]  # drafting really ran here
     finally:
         real_model.prompt_lookup = was  # type: ignore[attr-defined]
-    assert real_model.lookup.how in ("measured", "cached measurement")  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_the_packaged_model_drafts_as_measured_on_this_machine(real_model: LanguageModel) -> None:
+    report = real_model.lookup  # type: ignore[attr-defined]
+    assert report.how == "measured" and report.same_answers  # the run's own fresh models folder
+    assert report.plain_s > 0 and report.drafted_s > 0
+    assert real_model.prompt_lookup is report.on  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_the
     (live / "model.gguf").write_bytes(b"GGUF")
     (live / "model.f16-1a2b3c4d.gguf").write_bytes(b"GGUF f16")
     (live / "model.weights.json").write_text('{"chosen": "f16"}')
+    (live / "model.f16-1a2b3c4d.lookup.json").write_text('{"on": true}')
     target = tmp_path / "bench" / "models"
     assert seed_models(live, target)
     assert (target / "embed-runtime.json").read_text() == '{"chosen": "onnx"}'
@@ -22,6 +23,7 @@ def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_the
     assert (target / "model.gguf").is_symlink() and (target / "model.gguf").read_bytes() == b"GGUF"
     assert (target / "model.f16-1a2b3c4d.gguf").is_symlink()
     assert (target / "model.weights.json").read_text() == '{"chosen": "f16"}'
+    assert (target / "model.f16-1a2b3c4d.lookup.json").read_text() == '{"on": true}'
     (target / "onnx" / "abc" / "model.onnx").write_bytes(b"changed")  # the bench's copy, not the live export
     assert (live / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
 
