@@ -109,7 +109,7 @@ class AnswerService:
         support: SupportConfig | None = None,
         deadline_s: float | None = None,  # None: the model's own deadline
         sign_link: SignLink | None = None,
-        max_sentences: int = 3,
+        max_sentences: int = 2,
     ) -> None:
         self._searcher = searcher
         self._model = model
