@@ -7,10 +7,16 @@ site-packages; ``HF_HUB_OFFLINE`` is forced so nothing is ever downloaded.
 The same model can run on several runtimes, and which is fastest depends on the CPU:
 bfloat16 doubles throughput where the CPU has native bf16 instructions and is about
 7x slower where it has not. So the runtime is chosen where we stand: every runtime
-the CPU can run is timed on a fixed batch, and the fastest whose vectors stay within
-cosine 0.999 of float32 sentence-transformers wins. The choice is cached per CPU and
-library versions in the data dir. A runtime never changes what the vectors mean, so
-the index stamp names the model, not the runtime.
+the CPU can run is timed on work shaped like a sync's and on single questions, and
+among those whose vectors stay within cosine 0.999 of float32 sentence-transformers
+the fastest at the first embeds batches (indexing) and the quickest at the second
+embeds queries (and an answer's claims). They can differ: on a 2-core AMD EPYC with
+AVX-512 and native bf16, bf16 PyTorch took 8-13 ms per question against ONNX Runtime's
+3-4, and loading it made `footnote search` take 8.3-9.3 s and 666 MB against 2.2-2.4 s
+and 327 MB. The query runtime loads on first use, so a process that only answers never
+loads the other. The choice is cached per CPU and library versions in the data dir. A
+runtime never changes what the vectors mean, so the index stamp names the model, not
+the runtime.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ Runtime = Literal["torch-fp32", "torch-bf16", "onnx", "onnx-int8"]
 RUNTIMES: tuple[Runtime, ...] = ("torch-fp32", "torch-bf16", "onnx", "onnx-int8")
 RuntimeChoice = Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"]
 COSINE_BAR = 0.999  # a runtime whose vectors drift further from float32 is not the same model
+# At most this many texts go to the query runtime: a question, or an answer's few claims.
+FEW_TEXTS = 4
 
 # The fixed texts runtimes are compared on: questions, sentences and passages of the
 # lengths Footnote embeds (a query, a sentence, a 512-character chunk with its header).
@@ -75,6 +83,7 @@ PROBE_TEXTS: tuple[str, ...] = (
     "Les congés payés sont calculés sur la base de deux jours et demi par mois travaillé.",
     "LoRA freezes the pretrained weights and trains two small low-rank matrices per layer instead.",
 ) * 2
+QUERY_PROBES = PROBE_TEXTS[:3]  # timed one at a time, as a question is embedded
 
 
 class Embedder(Protocol):
@@ -259,6 +268,16 @@ class SentenceTransformerEmbedder:
     cache_dir: Path | None = None  # where ONNX exports live (the data dir's models/onnx)
     threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     choice: RuntimeChoiceReport | None = None  # how the runtime was chosen, for status and bench
+    # Embeds FEW_TEXTS or fewer (a query) when it answers one text sooner than ``runtime``;
+    # loaded on first use, so a process that only answers never loads the batch runtime.
+    query_runtime: Runtime | None = None
+
+    @cached_property
+    def _for_queries(self) -> SentenceTransformerEmbedder:
+        assert self.query_runtime is not None
+        return SentenceTransformerEmbedder(
+            self.model_path, self.name, self.batch_size, self.query_runtime, self.cache_dir, self.threads
+        )
 
     @cached_property
     def _model(self) -> Any:
@@ -298,6 +317,8 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.query_runtime not in (None, self.runtime) and len(texts) <= FEW_TEXTS:
+            return self._for_queries.embed(texts)
         if self.runtime.startswith("onnx"):
             return self._embed_onnx(list(texts), progress)
         vecs = self._model.encode(
@@ -359,7 +380,8 @@ def default_model_path() -> str:
 @dataclass(frozen=True)
 class RuntimeTrial:
     runtime: Runtime
-    texts_per_s: float
+    texts_per_s: float  # on the probe batch
+    query_ms: float  # median time to embed one question
     min_cosine: float
 
     @property
@@ -371,38 +393,92 @@ class RuntimeTrial:
 class RuntimeChoiceReport:
     """Which runtime was chosen, why, and on what CPU (printed by status and bench)."""
 
-    chosen: Runtime
+    chosen: Runtime  # embeds batches
     how: str  # "forced by FOOTNOTE_EMBED_RUNTIME", "measured", "cached measurement"
     cpu: str
     trials: tuple[RuntimeTrial, ...] = ()
+    for_queries: Runtime | None = None  # embeds a question, when not ``chosen``
 
     def describe(self) -> str:
         tried = ", ".join(
-            f"{t.runtime} {t.texts_per_s:.0f}/s cos≥{t.min_cosine:.4f}{'' if t.within_bar else ' (over the bar)'}"
+            f"{t.runtime} {t.texts_per_s:.0f}/s {t.query_ms:.1f} ms/question cos≥{t.min_cosine:.4f}"
+            f"{'' if t.within_bar else ' (over the bar)'}"
             for t in self.trials
         )
-        return f"{self.chosen} ({self.how}{': ' + tried if tried else ''})"
+        split = f" for batches, {self.for_queries} for questions" if self.for_queries not in (None, self.chosen) else ""
+        return f"{self.chosen}{split} ({self.how}{': ' + tried if tried else ''})"
+
+
+def pick_runtimes(trials: Sequence[RuntimeTrial]) -> tuple[Runtime, Runtime]:
+    """(for batches, for questions): the fastest of each among runtimes within the bar.
+
+    float32 PyTorch (the reference, always first) when none is within it."""
+    ok = [t for t in trials if t.within_bar] or list(trials[:1])
+    return max(ok, key=lambda t: t.texts_per_s).runtime, min(ok, key=lambda t: t.query_ms).runtime
 
 
 def measure_runtimes(
     model_path: str, name: str, cache_dir: Path, candidates: Sequence[Runtime], rounds: int = 2
 ) -> list[RuntimeTrial]:
-    """Time each runtime on the probe texts and compare its vectors with float32 torch."""
+    """Time each runtime on what a sync embeds and on single questions, and compare its
+    vectors with float32 torch.
+
+    The batch is shaped like an index's (:func:`index_like`: passages, then sentences, in
+    two calls), after a warm-up at the largest lengths, and every timed call sees lengths
+    no earlier call had. Timed on the 24 probe texts in one call instead, bf16 PyTorch
+    made 202 texts/s against ONNX Runtime's 179 on a 2-core AMD EPYC with AVX-512 and
+    native bf16, yet embedded the dev set's 4,130 sentences at 314/s against 417-500/s
+    (its 863 chunks at about the same speed) and indexed it in 37-39 s against 24-26 s;
+    shaped like a sync, the probe ranks them as the index does (218-272/s against 244-302).
+    """
     trials = []
     reference: np.ndarray | None = None
     for rt in ["torch-fp32", *[c for c in candidates if c != "torch-fp32"]]:
         emb = SentenceTransformerEmbedder(model_path, name, runtime=rt, cache_dir=cache_dir)
-        emb.embed(PROBE_TEXTS[:4])  # warm up: load, export, first-shape costs
+        # Warm up: load, export, and grow the memory pools to the largest batch (a sync grows
+        # them once; timed again at every new maximum, ONNX Runtime lost a quarter of its speed).
+        for part in index_like(rounds):
+            emb.embed(part)
         best = float("inf")
-        for _ in range(rounds):
+        for r in range(rounds):
+            parts = index_like(r)
             t = time.perf_counter()
-            vecs = emb.embed(PROBE_TEXTS)
+            vecs = np.vstack([emb.embed(part) for part in parts])  # one call each, as a sync makes them
             best = min(best, time.perf_counter() - t)
+        one = []
+        for r in range(rounds + 1):
+            for text in lengthened(QUERY_PROBES, 1 + r):
+                t = time.perf_counter()
+                emb.embed([text])
+                one.append(time.perf_counter() - t)
         if reference is None:
-            reference = vecs
+            reference = vecs  # float32 torch's vectors of the same (last round's) texts
         cos = float(np.min(np.sum(vecs * reference, axis=1)))
-        trials.append(RuntimeTrial(rt, len(PROBE_TEXTS) / best, cos))
+        trials.append(RuntimeTrial(rt, len(vecs) / best, float(np.median(one)) * 1000, cos))
     return [t for t in trials if t.runtime in candidates]
+
+
+def lengthened(texts: Sequence[str], words: int) -> list[str]:
+    """Each text ``words`` words longer: a length the measurement's other calls did not use."""
+    return [f"{text} {' '.join(['see'] * words)}" for text in texts]
+
+
+INDEX_PASSAGES, INDEX_SENTENCES = 20, 100  # a chunk and its five sentences, as in the dev index (863, 4,130)
+
+
+def index_like(round_no: int) -> tuple[list[str], list[str]]:
+    """What a sync embeds, in its proportions and in its two calls: passages of about a
+    hundred word-pieces with a header, then five times as many sentences, of lengths
+    varying within a call and from one round to the next (``round_no``)."""
+    pool = [t for t in PROBE_TEXTS[:12] if not t.startswith("[")]
+    passages = [
+        f"[Probe > Part {i}]\n"
+        + " ".join(pool[(i + j) % len(pool)] for j in range(4))
+        + " see" * (3 * round_no + i % 4)
+        for i in range(INDEX_PASSAGES)
+    ]
+    sentences = [pool[i % len(pool)] + " see" * (3 * round_no + i // len(pool)) for i in range(INDEX_SENTENCES)]
+    return passages, sentences
 
 
 def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeChoice = "auto") -> RuntimeChoiceReport:
@@ -413,22 +489,25 @@ def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeC
             log.warning("FOOTNOTE_EMBED_RUNTIME=torch-bf16 on a CPU without native bf16: expect it to be slow")
         return RuntimeChoiceReport(choice, "forced by FOOTNOTE_EMBED_RUNTIME", cpu.describe())
     candidates = available_runtimes(cpu)
-    key = f"{name}|{cpu.key()}|{','.join(candidates)}|{_versions()}"
+    key = f"{name}|{cpu.key()}|{','.join(candidates)}|{_versions()}|batches+questions"
     cached = cache_dir / "embed-runtime.json"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         data = json.loads(cached.read_text(encoding="utf-8"))
-        if data["key"] == key and data["chosen"] in candidates:
-            trials = tuple(RuntimeTrial(**t) for t in data["trials"])
-            return RuntimeChoiceReport(data["chosen"], "cached measurement", cpu.describe(), trials)
-    trials = measure_runtimes(model_path, name, cache_dir / "onnx", candidates)
-    ok = [t for t in trials if t.within_bar] or trials[:1]
-    chosen = max(ok, key=lambda t: t.texts_per_s).runtime
+        trials = tuple(RuntimeTrial(**t) for t in data["trials"])
+        chosen, for_queries = pick_runtimes(trials)
+        if data["key"] == key and {chosen, for_queries} <= set(candidates):
+            return RuntimeChoiceReport(chosen, "cached measurement", cpu.describe(), trials, for_queries)
+    trials = tuple(measure_runtimes(model_path, name, cache_dir / "onnx", candidates))
+    chosen, for_queries = pick_runtimes(trials)
     with contextlib.suppress(OSError):
         cache_dir.mkdir(parents=True, exist_ok=True)
         cached.write_text(
-            json.dumps({"key": key, "chosen": chosen, "trials": [t.__dict__ for t in trials]}), encoding="utf-8"
+            json.dumps(
+                {"key": key, "chosen": chosen, "for_queries": for_queries, "trials": [t.__dict__ for t in trials]}
+            ),
+            encoding="utf-8",
         )
-    return RuntimeChoiceReport(chosen, "measured", cpu.describe(), tuple(trials))
+    return RuntimeChoiceReport(chosen, "measured", cpu.describe(), trials, for_queries)
 
 
 def describe_cached_choice(cache_dir: Path) -> str:
@@ -436,7 +515,8 @@ def describe_cached_choice(cache_dir: Path) -> str:
     try:
         data = json.loads((cache_dir / "embed-runtime.json").read_text(encoding="utf-8"))
         trials = tuple(RuntimeTrial(**t) for t in data["trials"])
-        report = RuntimeChoiceReport(data["chosen"], "measured", cpu_info().describe(), trials)
+        chosen, for_queries = pick_runtimes(trials)
+        report = RuntimeChoiceReport(chosen, "measured", cpu_info().describe(), trials, for_queries)
     except (OSError, ValueError, KeyError, TypeError):
         return f"not measured yet on this machine ({cpu_info().describe()}); the first index or serve measures"
     return f"{report.describe()} on {report.cpu}"
@@ -464,7 +544,14 @@ def load_embedder(
         name = os.path.basename(os.path.normpath(model_path))
     cache = cache_dir or Path(".footnote") / "models"
     report = choose_runtime(model_path, name, cache, runtime)
-    return SentenceTransformerEmbedder(model_path, name, runtime=report.chosen, cache_dir=cache / "onnx", choice=report)
+    return SentenceTransformerEmbedder(
+        model_path,
+        name,
+        runtime=report.chosen,
+        cache_dir=cache / "onnx",
+        choice=report,
+        query_runtime=report.for_queries,
+    )
 
 
 def load_cross_encoder(model: str) -> Any:
