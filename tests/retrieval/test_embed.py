@@ -73,6 +73,8 @@ def test_batches_and_questions_each_get_the_runtime_fastest_at_them_within_the_b
     assert pick_runtimes(trials[2:3]) == ("onnx", "onnx")
     assert "for questions" not in RuntimeChoiceReport("onnx", "measured", "cpu", trials[2:3], "onnx").describe()
     assert pick_runtimes(trials[3:]) == ("onnx-int8", "onnx-int8")  # nothing within the bar: the reference row
+    close = (trials[0], RuntimeTrial("torch-bf16", 190, 6.6, 0.9999), trials[2])  # 6 % faster: inside the noise
+    assert pick_runtimes(close) == ("onnx", "onnx")  # not worth importing torch for
 
 
 def test_a_question_goes_to_the_query_runtime_and_a_batch_to_the_batch_runtime(onnx_cache: Path) -> None:
