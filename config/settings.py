@@ -135,10 +135,11 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(30.0, gt=0, description="Per-request timeout for a model server.")
     llm_batch: int = Field(512, ge=32, le=4096, description="llama.cpp prompt batch (n_batch = n_ubatch).")
     llm_flash_attn: bool = Field(True, description="llama.cpp flash attention (measured ~8 % faster prompts).")
-    llm_weights: Literal["auto", "as-shipped", "q8_0", "f16"] = Field(
+    llm_weights: Literal["auto", "as-shipped", "q8_0", "f16", "bf16"] = Field(
         "auto",
         description="Form of an in-process GGUF's weights: auto times the shipped file and its Q8_0/F16 widenings "
-        "on this CPU once and runs the fastest that answers alike (cached in the data dir).",
+        "(and BF16 where the CPU has native bf16) on this CPU once and runs the fastest that answers alike "
+        "(cached in the data dir).",
     )
     llm_prompt_lookup: Literal["auto", "on", "off"] = Field(
         "auto",

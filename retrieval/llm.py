@@ -416,20 +416,24 @@ def gguf_file_type(gguf: Path) -> int | None:
 
 
 def convert_gguf(src: Path, dst: Path, weights: str) -> None:
-    """Write ``src``'s weights widened to ``q8_0`` or ``f16`` (atomically: a crash leaves no
-    half file). For F16 the token embeddings and the output matrix stay Q8_0: the output
-    matrix is read at every generated token, and at 151k x 896 it is a third of the
-    model (measured: F16 with a Q8_0 output answered sooner than F16 throughout)."""
+    """Write ``src``'s weights widened to ``q8_0``, ``f16`` or ``bf16`` (atomically: a crash
+    leaves no half file). For F16 and BF16 the token embeddings and the output matrix stay
+    Q8_0: the output matrix is read at every generated token, and at 151k x 896 it is a
+    third of the model (measured: F16 with a Q8_0 output answered sooner than F16 throughout)."""
     import ctypes
 
     import llama_cpp
 
-    kinds = {"q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, "f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16}
+    kinds = {
+        "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
+        "f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
+        "bf16": llama_cpp.LLAMA_FTYPE_MOSTLY_BF16,
+    }
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = kinds[weights]
     params.allow_requantize = True  # the source is already quantised: its values are widened, not re-rounded
     params.nthread = os.cpu_count() or 1
-    if weights == "f16":
+    if weights in ("f16", "bf16"):
         params.output_tensor_type = llama_cpp.GGML_TYPE_Q8_0
         params.token_embedding_type = llama_cpp.GGML_TYPE_Q8_0
     tmp = dst.with_name(f"{dst.name}.part-{uuid.uuid4().hex[:12]}")  # not the pid: containers share pids

@@ -6,8 +6,11 @@ matrix kernels, and on a CPU without fast ones the same weights widened to 8 bit
 (Q8_0) or 16 bits (F16) read the prompt sooner: on a 2-core AMD EPYC (AVX2, no
 AVX-512) the first token of a dev prompt came after 1.41 s as shipped, 1.10 s as Q8_0
 and 0.81 s as F16, whole answers in 2.30, 1.93 and 1.99 s, and 59 of 61 dev answers
-were the same word for word (the answer figures were identical). Widening keeps every
-value the file holds (up to F16/Q8_0 rounding), so it is a runtime, not another model.
+were the same word for word (the answer figures were identical). Where the CPU has
+native bf16 instructions BF16 is tried too (on a 2-core AMD EPYC with AVX-512 BF16 its
+probe answers came in 0.72-0.87 s against F16's 0.93-0.95 s); elsewhere bf16 would be
+emulated, so it is not tried. Widening keeps every value the file holds (up to
+F16/BF16/Q8_0 rounding), so it is a runtime, not another model.
 
 Which form wins depends on the CPU, so each is timed here on fixed probe prompts (the
 answer format, numbered source sentences, the instructions cached as in serving) and the
@@ -33,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from retrieval.cpu import cpu_info
+from retrieval.cpu import CpuInfo, cpu_info
 from retrieval.errors import ModelError
 from retrieval.llm import LanguageModel
 from retrieval.prompt import AnswerFormat, build_prompt, parse_claims
@@ -41,9 +44,9 @@ from retrieval.support import content_words, numbers
 
 log = logging.getLogger("footnote.llm")
 
-Weights = Literal["as-shipped", "q8_0", "f16"]
-WeightsChoice = Literal["auto", "as-shipped", "q8_0", "f16"]
-WIDENED: tuple[Weights, ...] = ("q8_0", "f16")
+Weights = Literal["as-shipped", "q8_0", "f16", "bf16"]
+WeightsChoice = Literal["auto", "as-shipped", "q8_0", "f16", "bf16"]
+WIDENED: tuple[Weights, ...] = ("q8_0", "f16", "bf16")  # every form a conversion can have
 ANSWER_SLACK = 1.10  # the earliest first token wins unless its answer is >10 % slower than the fastest
 CACHE_SUFFIX = ".weights.json"  # beside the GGUF: <stem>.weights.json
 
@@ -96,6 +99,12 @@ class WeightsReport:
             for t in self.trials
         )
         return f"{self.chosen} ({self.how}{': ' + tried if tried else ''})"
+
+
+def widened_forms(cpu: CpuInfo | None = None) -> tuple[Weights, ...]:
+    """The widened forms worth timing here: BF16 only where the CPU computes it natively."""
+    cpu = cpu or cpu_info()
+    return ("q8_0", "f16", "bf16") if cpu.native_bf16 else ("q8_0", "f16")
 
 
 def widenable(file_type: int | None) -> bool:
@@ -190,28 +199,31 @@ def choose_weights(
     version: str,
     tuning: str = "",
     clock: Clock = time.perf_counter,
+    forms: Sequence[Weights] | None = None,
 ) -> WeightsReport:
     """The setting when it forces a form; else the cached measurement; else measure.
 
     ``tuning`` names the llama.cpp settings (threads, batch, flash attention) the timings
-    depend on. Never fails for want of a conversion: the shipped file always works."""
+    depend on; ``forms`` are the widened forms to time (:func:`widened_forms` here). Never fails for want of a conversion: the shipped file always works."""
     with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
+        forms = tuple(forms) if forms is not None else widened_forms()
         cache, key = cache_path(src), choice_key(src, version, tuning)
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             data = json.loads(cache.read_text(encoding="utf-8"))
-            if data["key"] == key and data["chosen"] in ("as-shipped", *WIDENED):
+            if data["key"] == key and data["chosen"] in ("as-shipped", *forms):
                 trials = tuple(WeightsTrial(**t) for t in data["trials"])
                 return _available(src, data["chosen"], convert, "cached measurement", trials)
         if not widenable(file_type()):
             trials, chosen, how = [], "as-shipped", "already 8-bit or wider"
         else:
-            log.info("timing %s as shipped, as Q8_0 and as F16 on this CPU (once, ~40 s)", src.name)
-            trials = measure(src, load, convert, clock)
+            names = ", ".join(f.upper() for f in forms)
+            log.info("timing %s as shipped and as %s on this CPU (once, ~40 s)", src.name, names)
+            trials = measure(src, load, convert, clock, forms)
             chosen, how = pick(trials), "measured"
         _drop_conversions(src, keep=converted_path(src, chosen))  # type: ignore[arg-type]
-        if how != "measured" or len(trials) == 1 + len(WIDENED):  # a form that failed is tried again next time
+        if how != "measured" or len(trials) == 1 + len(forms):  # a form that failed is tried again next time
             with contextlib.suppress(OSError):
                 cache.write_text(
                     json.dumps({"key": key, "chosen": chosen, "trials": [asdict(t) for t in trials]}),
@@ -228,6 +240,8 @@ def _forced(src: Path, choice: str, file_type: Callable[[], int | None], convert
             "FOOTNOTE_LLM_WEIGHTS=%s on a GGUF already 8-bit or wider (or of unknown type): used as it is", choice
         )
         return WeightsReport("as-shipped", src, "as shipped: nothing to widen")
+    if choice == "bf16" and not cpu_info().native_bf16:
+        log.warning("FOOTNOTE_LLM_WEIGHTS=bf16 on a CPU without native bf16: expect it to be slow")
     return _available(src, choice, convert, "forced by FOOTNOTE_LLM_WEIGHTS")
 
 
@@ -249,6 +263,7 @@ def _drop_conversions(src: Path, keep: Path) -> None:
             if old != keep:
                 old.unlink(missing_ok=True)
                 old.with_name(old.stem + ".lookup.json").unlink(missing_ok=True)  # its drafting measurement
+                old.with_name(old.stem + ".weights.lock").unlink(missing_ok=True)  # and the lock it was measured under
 
 
 @contextlib.contextmanager
@@ -264,11 +279,17 @@ def locked(src: Path) -> Iterator[None]:
         yield
 
 
-def measure(src: Path, load: Load, convert: Convert, clock: Clock = time.perf_counter) -> list[WeightsTrial]:
+def measure(
+    src: Path,
+    load: Load,
+    convert: Convert,
+    clock: Clock = time.perf_counter,
+    forms: Sequence[Weights] = ("q8_0", "f16"),
+) -> list[WeightsTrial]:
     """Time the shipped weights and each widened form on the probes (one model loaded at a time)."""
     trials: list[WeightsTrial] = []
     reference: list[str] | None = None
-    for w in ("as-shipped", *WIDENED):
+    for w in ("as-shipped", *forms):
         try:
             model = load(_ensure(src, w, convert))  # type: ignore[arg-type]
             first, total, answers = probe(model, clock)

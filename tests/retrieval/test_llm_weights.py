@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.cpu import CpuInfo
 from retrieval.errors import ModelError
 from retrieval.llm import LanguageModel
 from retrieval.llm_weights import (
@@ -23,6 +24,7 @@ from retrieval.llm_weights import (
     describe_cached_weights,
     pick,
     widenable,
+    widened_forms,
 )
 from tests.fakes import FakeClock, TimedModel
 
@@ -57,10 +59,10 @@ class Forms:
         self.converted.append(weights)
         dst.write_bytes(b"GGUF " + weights.encode())
 
-    def choose(self, choice: str = "auto", file_type: int | None = Q5_0):  # type: ignore[no-untyped-def]
+    def choose(self, choice: str = "auto", file_type: int | None = Q5_0, forms=("q8_0", "f16")):  # type: ignore[no-untyped-def]
         return choose_weights(
             self.src, choice, file_type=lambda: file_type, load=self.load, convert=self.convert,  # type: ignore[arg-type]
-            version="0.3.36", clock=self.clock,
+            version="0.3.36", clock=self.clock, forms=forms,
         )  # fmt: skip
 
 
@@ -169,5 +171,16 @@ def test_the_packaged_model_runs_on_a_measured_form_that_answers_like_the_shippe
     assert report.how in ("measured", "cached measurement")
     assert report.path.is_file() and report.path.read_bytes()[:4] == b"GGUF"
     # Every widened form was converted, loaded, timed and answered the probes like the shipped file.
-    assert [t.weights for t in report.trials] == ["as-shipped", "q8_0", "f16"]
+    assert [t.weights for t in report.trials] == ["as-shipped", *widened_forms()]
     assert all(t.same_answers and 0 < t.first_token_s < t.answer_s for t in report.trials)
+
+
+def test_bf16_is_timed_only_where_the_cpu_computes_it_natively(tmp_path: Path) -> None:
+    avx2 = CpuInfo("AMD EPYC", "AVX2", frozenset({"avx2", "fma"}), 2)
+    zen5 = CpuInfo("AMD EPYC", "AVX512", frozenset({"avx2", "avx512f", "avx512_bf16"}), 2)
+    assert widened_forms(avx2) == ("q8_0", "f16") and widened_forms(zen5) == ("q8_0", "f16", "bf16")
+    # As measured on the AVX-512 BF16 EPYC: BF16 reads the prompt soonest and answers soonest.
+    forms = Forms(tmp_path, {"as-shipped": (0.6, 0.6), "q8_0": (0.7, 0.6), "f16": (0.45, 0.5), "bf16": (0.33, 0.45)})
+    report = forms.choose(forms=("q8_0", "f16", "bf16"))
+    assert report.chosen == "bf16" and forms.loaded == ["as-shipped", "q8_0", "f16", "bf16"]
+    assert not converted_path(forms.src, "f16").exists()  # the losers' conversions are deleted
