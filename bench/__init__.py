@@ -80,7 +80,8 @@ def bench(
         seeded = seed_models(settings.data_dir / "models", Path(tmp) / "models")
         rt = Runtime(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
         t = time.perf_counter()
-        rt.embedder.embed(["warm up"])
+        rt.embedder.embed(["warm up"])  # the question runtime
+        rt.embedder.embed(["warm up"] * 8)  # the batch runtime, when it is another
         echo(f"CPU                    {cpu_info().describe()}")
         choice = getattr(rt.embedder, "choice", None)
         echo(f"embedding runtime      {choice.describe() if choice else getattr(rt.embedder, 'runtime', '?')}")

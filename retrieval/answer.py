@@ -196,13 +196,13 @@ class AnswerService:
     def _vectors(
         self, searcher: Searcher, claims: list[str], sentences: list[SourceSentence]
     ) -> tuple[list[np.ndarray | None], list[SourceSentence]]:
-        """One embedding call for the claims and any sentence the index holds no vector for."""
+        """The claims' vectors (one small call: the embedder's question runtime), and vectors
+        for any sentence the index holds none for (an index built by another sentence rule)."""
         missing = [s for s in sentences if s.vector is None]
-        vecs = searcher.embedder.embed([*claims, *(s.text for s in missing)])
-        fill = dict(zip((s.n for s in missing), vecs[len(claims) :], strict=True))
-        if fill:
+        if missing:
+            fill = dict(zip((s.n for s in missing), searcher.embedder.embed([s.text for s in missing]), strict=True))
             sentences = [replace(s, vector=fill[s.n]) if s.n in fill else s for s in sentences]
-        return list(vecs[: len(claims)]), sentences
+        return list(searcher.embedder.embed(claims)), sentences
 
     def _compose(
         self,

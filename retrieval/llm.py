@@ -403,6 +403,18 @@ def _error_text(exc: urllib.error.HTTPError) -> str:
         return str(exc.reason)
 
 
+def llama_has_bf16() -> bool:
+    """Whether this llama.cpp was built with native bf16 kernels (AVX512_BF16; compiled on
+    the installing machine, so it has them where that CPU has)."""
+    import llama_cpp
+
+    try:
+        info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    except Exception:  # an older binding without it: assume the generic build
+        return False
+    return "AVX512_BF16 = 1" in info
+
+
 def gguf_file_type(gguf: Path) -> int | None:
     """The GGUF's ``general.file_type`` (how its weights are quantised), read with the
     vocabulary only, not the weights."""
@@ -484,7 +496,7 @@ def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) 
 
         gguf = packaged_gguf(models_dir, kw.get("packaged", "qwen-0.5b"))
     from retrieval.llm_lookup import choose_lookup
-    from retrieval.llm_weights import choice_key, choose_weights
+    from retrieval.llm_weights import choice_key, choose_weights, widened_forms
 
     lookup = kw.get("prompt_lookup", "auto")
 
@@ -518,6 +530,7 @@ def load_model(gguf: Path | None, url: str | None, models_dir: Path, **kw: Any) 
         convert=convert_gguf,
         version=version,
         tuning=tuning,
+        forms=widened_forms(backend_bf16=llama_has_bf16()),
     )
     model = load(report.path)
     model.weights = report

@@ -101,10 +101,11 @@ class WeightsReport:
         return f"{self.chosen} ({self.how}{': ' + tried if tried else ''})"
 
 
-def widened_forms(cpu: CpuInfo | None = None) -> tuple[Weights, ...]:
-    """The widened forms worth timing here: BF16 only where the CPU computes it natively."""
+def widened_forms(cpu: CpuInfo | None = None, *, backend_bf16: bool = True) -> tuple[Weights, ...]:
+    """The widened forms worth timing here: BF16 only where the CPU computes it natively and
+    llama.cpp was built to (``backend_bf16``; a generic build would emulate it)."""
     cpu = cpu or cpu_info()
-    return ("q8_0", "f16", "bf16") if cpu.native_bf16 else ("q8_0", "f16")
+    return ("q8_0", "f16", "bf16") if cpu.native_bf16 and backend_bf16 else ("q8_0", "f16")
 
 
 def widenable(file_type: int | None) -> bool:
@@ -209,7 +210,8 @@ def choose_weights(
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
         forms = tuple(forms) if forms is not None else widened_forms()
-        cache, key = cache_path(src), choice_key(src, version, tuning)
+        # The forms are part of the key: a measurement that never timed one is not the answer.
+        cache, key = cache_path(src), f"{choice_key(src, version, tuning)}|forms={','.join(forms)}"
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             data = json.loads(cache.read_text(encoding="utf-8"))
             if data["key"] == key and data["chosen"] in ("as-shipped", *forms):
@@ -263,7 +265,6 @@ def _drop_conversions(src: Path, keep: Path) -> None:
             if old != keep:
                 old.unlink(missing_ok=True)
                 old.with_name(old.stem + ".lookup.json").unlink(missing_ok=True)  # its drafting measurement
-                old.with_name(old.stem + ".weights.lock").unlink(missing_ok=True)  # and the lock it was measured under
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from retrieval.embed import (
     COSINE_BAR,
     DEFAULT_MODEL_NAME,
     PROBE_TEXTS,
+    QUERY_PROBES,
     RuntimeChoiceReport,
     RuntimeTrial,
     SentenceTransformerEmbedder,
@@ -22,6 +23,7 @@ from retrieval.embed import (
     choose_runtime,
     default_model_path,
     index_like,
+    lengthened,
     measure_runtimes,
     pick_runtimes,
 )
@@ -75,6 +77,8 @@ def test_batches_and_questions_each_get_the_runtime_fastest_at_them_within_the_b
     assert pick_runtimes(trials[3:]) == ("onnx-int8", "onnx-int8")  # nothing within the bar: the reference row
     close = (trials[0], RuntimeTrial("torch-bf16", 190, 6.6, 0.9999), trials[2])  # 6 % faster: inside the noise
     assert pick_runtimes(close) == ("onnx", "onnx")  # not worth importing torch for
+    quick = (trials[0], RuntimeTrial("torch-bf16", 150, 3.1, 0.9999), trials[2])  # 6 % quicker at a question
+    assert pick_runtimes(quick) == ("onnx", "onnx")
 
 
 def test_a_question_goes_to_the_query_runtime_and_a_batch_to_the_batch_runtime(onnx_cache: Path) -> None:
@@ -138,10 +142,14 @@ def test_the_onnx_runtime_never_loads_torch_once_exported(onnx_cache: Path) -> N
     assert out.stdout.strip() == "[]"
 
 
-def test_the_batch_probe_is_shaped_like_a_sync_and_never_repeats_a_length() -> None:
+def test_the_batch_probe_is_shaped_like_a_sync_and_no_text_is_embedded_twice() -> None:
     passages, sents = index_like(0)
     assert len(sents) == 5 * len(passages)  # a chunk and its sentences, as the dev index has them
     assert all(p.startswith("[Probe > ") for p in passages) and not any(s.startswith("[") for s in sents)
+    rounds = 2  # measure_runtimes' default: the warm-up is index_like(rounds)
+    texts = [t for r in range(rounds + 1) for part in index_like(r) for t in part]
+    texts += [q for r in range(rounds + 1) for q in lengthened(QUERY_PROBES, 1 + r)]
+    assert len(texts) == len(set(texts))  # every call of the measurement sees texts of its own
     emb = SentenceTransformerEmbedder(default_model_path(), runtime="torch-fp32")
     lengths = [{emb.count_tokens(t) for t in part} for part in (*index_like(0), *index_like(1))]
     assert min(len(x) for x in lengths) > 3  # lengths vary within a call

@@ -179,8 +179,17 @@ def test_bf16_is_timed_only_where_the_cpu_computes_it_natively(tmp_path: Path) -
     avx2 = CpuInfo("AMD EPYC", "AVX2", frozenset({"avx2", "fma"}), 2)
     zen5 = CpuInfo("AMD EPYC", "AVX512", frozenset({"avx2", "avx512f", "avx512_bf16"}), 2)
     assert widened_forms(avx2) == ("q8_0", "f16") and widened_forms(zen5) == ("q8_0", "f16", "bf16")
+    assert widened_forms(zen5, backend_bf16=False) == ("q8_0", "f16")  # a llama.cpp built without it emulates bf16
     # As measured on the AVX-512 BF16 EPYC: BF16 reads the prompt soonest and answers soonest.
     forms = Forms(tmp_path, {"as-shipped": (0.6, 0.6), "q8_0": (0.7, 0.6), "f16": (0.45, 0.5), "bf16": (0.33, 0.45)})
     report = forms.choose(forms=("q8_0", "f16", "bf16"))
     assert report.chosen == "bf16" and forms.loaded == ["as-shipped", "q8_0", "f16", "bf16"]
     assert not converted_path(forms.src, "f16").exists()  # the losers' conversions are deleted
+
+
+def test_a_measurement_that_never_timed_a_form_is_not_reused_when_that_form_is_tried(tmp_path: Path) -> None:
+    timing = {"as-shipped": (0.6, 0.6), "q8_0": (0.7, 0.6), "f16": (0.45, 0.5), "bf16": (0.33, 0.45)}
+    assert Forms(tmp_path, timing).choose().chosen == "f16"  # measured without bf16 (an older version, another build)
+    again = Forms(tmp_path, timing)
+    report = again.choose(forms=("q8_0", "f16", "bf16"))
+    assert report.how == "measured" and report.chosen == "bf16" and "bf16" in again.loaded
