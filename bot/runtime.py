@@ -103,10 +103,11 @@ class Runtime:
     def calibration_config(self) -> CalibrationConfig:
         s = self.settings
         return CalibrationConfig(
-            s.gate_target_bluff,
-            s.gate_refusal_budget,
-            s.gate_coverage_weight,
-            s.gate_sentence_weight,
+            target_bluff=s.gate_target_bluff,
+            refusal_budget=s.gate_refusal_budget,
+            max_refusal=s.gate_max_refusal,
+            coverage_weight=s.gate_coverage_weight,
+            sentence_weight=s.gate_sentence_weight,
             in_domain=s.gate_probes,
         )
 

@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     gate_refusal_budget: float = Field(
         0.05, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
     )
+    gate_max_refusal: float = Field(
+        0.15, gt=0, le=1, description="Never stricter than refusing this share of in-domain probes (1 = no cap)."
+    )
     gate_probes: int = Field(1200, ge=20, description="In-domain probes sampled from the corpus for calibration.")
 
     # The model.

@@ -76,6 +76,12 @@ _NEAR_FRAMES = (
 class CalibrationConfig:
     target_bluff: float = 0.05  # share of out-of-domain probes allowed through
     refusal_budget: float = 0.05  # share of in-domain probes the gate may refuse before it is too loose
+    # ... and the most it may refuse at all. Where the out-of-domain probes read like the
+    # corpus (a workplace handbook asked "Can I expense a conference ticket?"), holding them
+    # to the bluff target refused 64 % of the handbook's own probes (threshold 0.455). 15 %
+    # (three refusal budgets) binds on neither the dev set (0.707 refuses 5 %) nor the
+    # textbook corpus (0.743, 7.7 %); on the handbook it gives 0.651.
+    max_refusal: float = 0.15
     coverage_weight: float = 0.5
     sentence_weight: float = 0.0
     # Probes sampled from the corpus. The threshold is read off their hardest 5 %, so their
@@ -113,7 +119,7 @@ class Calibration:
     n_ood: int
     n_near: int
     near_bluff: float  # of which: near-domain probes that pass
-    rule: str  # which cut chose the threshold: "bluff target" or "refusal budget"
+    rule: str  # which cut chose the threshold: "bluff target", "refusal budget" or "refusal cap …"
     sweep: list[SweepPoint]
     seconds: float
     computed_at: float
@@ -369,7 +375,7 @@ def formula_of(cfg: CalibrationConfig) -> str:
 
 def cache_key(chunks: Sequence[Chunk], embedding_model: str, generation: int, cfg: CalibrationConfig) -> str:
     probes = hashlib.sha1("\n".join(ood_probes()).encode()).hexdigest()[:8]
-    settings = f"{cfg.target_bluff}:{cfg.refusal_budget}:{cfg.coverage_weight}:{cfg.sentence_weight}:{cfg.in_domain}:{cfg.near_domain}:{cfg.probe_kind}:{cfg.seed}"
+    settings = f"{cfg.target_bluff}:{cfg.refusal_budget}:{cfg.max_refusal}:{cfg.coverage_weight}:{cfg.sentence_weight}:{cfg.in_domain}:{cfg.near_domain}:{cfg.probe_kind}:{cfg.seed}"
     return f"v{VERSION}:{generation}:{fingerprint(chunks)}:{embedding_model}:{probes}:{settings}"
 
 
@@ -404,6 +410,11 @@ def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: in
     need_cut = needed(s_in, cfg.refusal_budget)
     threshold = bluff_cut if need_cut is None or not cuts else min(bluff_cut, need_cut)
     rule = "refusal budget" if need_cut is not None and cuts and need_cut < bluff_cut else "bluff target"
+    floor = needed(s_in, cfg.max_refusal) if cfg.max_refusal < 1 else None  # 1: no cap
+    if floor is not None and threshold < floor:
+        # Out-of-domain probes this close to the corpus cannot be refused without refusing
+        # the corpus: answer, and say what the bluff target cost (est_bluff shows it).
+        threshold, rule = floor, "refusal cap (the out-of-domain probes read like this corpus)"
     finite = {name: [round(v, 4) for v in vals if v != float("inf")] for name, vals in
               (("in_domain", s_in), ("generic", s_gen), ("near", s_near))}  # fmt: skip
     return Calibration(

@@ -331,3 +331,17 @@ def test_probes_scan_sentences_only_when_the_weights_read_them(handbook: Engine)
     assert any(f is not None and f[1] != f[0] for f in scanned.in_domain)
     weighted = cal_mod.probe(s, CalibrationConfig(in_domain=10, near_domain=5, sentence_weight=0.5), KNOWN_OOD[:5])
     assert weighted.in_domain == scanned.in_domain  # a weight that reads it scans by itself
+
+
+def test_out_of_domain_probes_that_read_like_the_corpus_cannot_make_it_refuse_the_corpus() -> None:
+    # A handbook asked "Can I expense a conference ticket?": the near-domain probes score like
+    # the corpus's own, and holding them to the bluff target would refuse most of it.
+    inside = [(0.30 + 0.005 * i, 0.3, 1.0) for i in range(100)]  # signals 0.30 .. 0.795
+    generic = [(1.2, 1.2, 1.0)] * 100
+    near = [(0.32 + 0.005 * i, 0.3, 1.0) for i in range(100)]  # overlapping the corpus's own
+    probed = cal_mod.Probed(inside, generic, near, 0.0)  # type: ignore[arg-type]
+    c = cal_mod.choose(probed, CalibrationConfig(max_refusal=0.15))
+    assert c.rule.startswith("refusal cap") and c.est_refused <= 0.15 and c.est_refused > 0.10
+    assert c.near_bluff > c.target_bluff  # the cost is shown, not hidden
+    strict = cal_mod.choose(probed, CalibrationConfig(max_refusal=1.0))  # no cap: the bluff target rules
+    assert strict.threshold < c.threshold and strict.est_refused > 0.5
