@@ -13,8 +13,8 @@ the fastest at the first embeds batches (indexing) and the quickest at the secon
 embeds queries (and an answer's claims). They can differ: on a 2-core AMD EPYC with
 AVX-512 and native bf16, bf16 PyTorch took 8-13 ms per question against ONNX Runtime's
 3-4, and loading it made `footnote search` take 8.3-9.3 s and 666 MB against 2.2-2.4 s
-and 327 MB. The query runtime loads on first use, so a process that only answers never
-loads the other. The choice is cached per CPU and library versions in the data dir. A
+and 327 MB. The query runtime loads on first use, so a process that only answers (from
+an index with sentence vectors) never loads the other. The choice is cached per CPU and library versions in the data dir. A
 runtime never changes what the vectors mean, so the index stamp names the model, not
 the runtime.
 """
@@ -416,6 +416,12 @@ class RuntimeChoiceReport:
         split = f" for batches, {self.for_queries} for questions" if self.for_queries not in (None, self.chosen) else ""
         return f"{self.chosen}{split} ({self.how}{': ' + tried if tried else ''})"
 
+    @classmethod
+    def of(cls, trials: Sequence[RuntimeTrial], how: str, cpu: str) -> RuntimeChoiceReport:
+        """The choice a measurement makes (:func:`pick_runtimes`): derived, never stored."""
+        chosen, for_queries = pick_runtimes(trials)
+        return cls(chosen, how, cpu, tuple(trials), for_queries)
+
 
 def pick_runtimes(trials: Sequence[RuntimeTrial]) -> tuple[Runtime, Runtime]:
     """(for batches, for questions): the fastest at each among runtimes within the bar.
@@ -446,9 +452,9 @@ def measure_runtimes(
 
     The batch is shaped like an index's (:func:`index_like`: passages, then sentences, in
     two calls), after a warm-up at the largest lengths; no text is embedded twice in the
-    measurement, so every round's batches have lengths of their own. Timed on the 24 probe texts in one call instead, bf16 PyTorch
-    made 202 texts/s against ONNX Runtime's 179 on a 2-core AMD EPYC with AVX-512 and
-    native bf16, yet embedded the dev set's 4,130 sentences at 314/s against 417-500/s
+    measurement, so every round's batches have lengths of their own. Timed on the 24
+    probe texts in one call instead, bf16 PyTorch made 202 texts/s against ONNX Runtime's
+    179 on a 2-core AMD EPYC with AVX-512 and native bf16, yet embedded the dev set's 4,130 sentences at 314/s against 417-500/s
     (its 863 chunks at about the same speed) and indexed it in 37-39 s against 24-26 s;
     shaped like a sync, the probe ranks them as the index does (218-272/s against 244-302).
     """
@@ -516,30 +522,23 @@ def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeC
     cached = cache_dir / "embed-runtime.json"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         data = json.loads(cached.read_text(encoding="utf-8"))
-        trials = tuple(RuntimeTrial(**t) for t in data["trials"])
-        chosen, for_queries = pick_runtimes(trials)
-        if data["key"] == key and {chosen, for_queries} <= set(candidates):
-            return RuntimeChoiceReport(chosen, "cached measurement", cpu.describe(), trials, for_queries)
-    trials = tuple(measure_runtimes(model_path, name, cache_dir / "onnx", candidates))
-    chosen, for_queries = pick_runtimes(trials)
+        report = RuntimeChoiceReport.of(
+            [RuntimeTrial(**t) for t in data["trials"]], "cached measurement", cpu.describe()
+        )
+        if data["key"] == key and {report.chosen, report.for_queries} <= set(candidates):
+            return report
+    trials = measure_runtimes(model_path, name, cache_dir / "onnx", candidates)
     with contextlib.suppress(OSError):
         cache_dir.mkdir(parents=True, exist_ok=True)
-        cached.write_text(
-            json.dumps(
-                {"key": key, "chosen": chosen, "for_queries": for_queries, "trials": [t.__dict__ for t in trials]}
-            ),
-            encoding="utf-8",
-        )
-    return RuntimeChoiceReport(chosen, "measured", cpu.describe(), trials, for_queries)
+        cached.write_text(json.dumps({"key": key, "trials": [t.__dict__ for t in trials]}), encoding="utf-8")
+    return RuntimeChoiceReport.of(trials, "measured", cpu.describe())
 
 
 def describe_cached_choice(cache_dir: Path) -> str:
     """The runtime the last measurement chose here, for `footnote status` (reads, never measures)."""
     try:
         data = json.loads((cache_dir / "embed-runtime.json").read_text(encoding="utf-8"))
-        trials = tuple(RuntimeTrial(**t) for t in data["trials"])
-        chosen, for_queries = pick_runtimes(trials)
-        report = RuntimeChoiceReport(chosen, "measured", cpu_info().describe(), trials, for_queries)
+        report = RuntimeChoiceReport.of([RuntimeTrial(**t) for t in data["trials"]], "measured", cpu_info().describe())
     except (OSError, ValueError, KeyError, TypeError):
         return f"not measured yet on this machine ({cpu_info().describe()}); the first index or serve measures"
     return f"{report.describe()} on {report.cpu}"

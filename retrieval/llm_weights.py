@@ -205,7 +205,8 @@ def choose_weights(
     """The setting when it forces a form; else the cached measurement; else measure.
 
     ``tuning`` names the llama.cpp settings (threads, batch, flash attention) the timings
-    depend on; ``forms`` are the widened forms to time (:func:`widened_forms` here). Never fails for want of a conversion: the shipped file always works."""
+    depend on; ``forms`` are the widened forms to time (:func:`widened_forms` here). Never
+    fails for want of a conversion: the shipped file always works."""
     with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
@@ -284,8 +285,8 @@ def measure(
     src: Path,
     load: Load,
     convert: Convert,
-    clock: Clock = time.perf_counter,
-    forms: Sequence[Weights] = ("q8_0", "f16"),
+    clock: Clock,
+    forms: Sequence[Weights],
 ) -> list[WeightsTrial]:
     """Time the shipped weights and each widened form on the probes (one model loaded at a time)."""
     trials: list[WeightsTrial] = []
