@@ -80,18 +80,43 @@ def canonical(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Section, ...]]:
-    """Title (first ``# `` heading) and ``## `` sections, ignoring headings in code fences.
+# A static-site page (Jekyll, Hugo, Eleventy, Docusaurus, Obsidian) opens with YAML
+# between "---" lines or TOML between "+++" lines: the page's metadata, not its words.
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(.*?\n)?(?:\1|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+_FRONT_TITLE = re.compile(r"^title[ \t]*[:=][ \t]*(.*?)[ \t]*$", re.M)
 
-    Text before the first ``## `` is a section of its own with an empty title.
-    A section's body starts after its heading line, so headings are never quoted.
+
+def front_matter(text: str) -> tuple[int, str | None]:
+    """Where a leading front-matter block ends (0 without one) and the page title it sets.
+
+    Only a top-level ``title:`` (``title =`` in TOML) scalar is read; a block value
+    (``title: |``) or an empty one sets none.
     """
+    m = _FRONT_MATTER.match(text)
+    if not m:
+        return 0, None
+    t = _FRONT_TITLE.search(m.group(2) or "")
+    title = t.group(1).strip() if t else ""
+    if len(title) >= 2 and title[0] == title[-1] and title[0] in "\"'":
+        title = title[1:-1].strip()
+    return m.end(), (title if title and title[0] not in "|>" else None)
+
+
+def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Section, ...]]:
+    """Title and ``## `` sections, ignoring headings in code fences.
+
+    The title is the first ``# `` heading, else the front matter's ``title``, else the
+    file name. Front matter is never a passage. Text before the first ``## `` is a
+    section of its own with an empty title. A section's body starts after its heading
+    line, so headings are never quoted.
+    """
+    body_start, meta_title = front_matter(text)
     title: str | None = None
-    title_end = 0  # the "# Title" line is the header's job, not a passage of its own
+    title_end = body_start  # the "# Title" line is the header's job, not a passage of its own
     heads: list[tuple[int, int, str]] = []  # (line start, body start, title)
     in_fence = False
-    pos = 0
-    for line in text.split("\n"):
+    pos = body_start
+    for line in text[body_start:].split("\n"):
         nxt = pos + len(line) + 1
         if _FENCE.match(line.lstrip()):
             in_fence = not in_fence
@@ -104,21 +129,21 @@ def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Secti
         pos = nxt
     sections: list[Section] = []
     first = heads[0][0] if heads else len(text)
-    pre = title_end if title_end <= first else 0
-    if text[pre:first].strip():
-        sections.append(Section("", pre, first))
+    if text[title_end:first].strip():
+        sections.append(Section("", title_end, first))
     for i, (_, body, name) in enumerate(heads):
         end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
         sections.append(Section(name, body, end))
-    return title or fallback_title, tuple(sections)
+    return title or meta_title or fallback_title, tuple(sections)
 
 
 @dataclass(frozen=True)
 class MarkdownExtractor:
-    """Markdown and plain text: decoded, line endings normalised, ``##`` sections."""
+    """Markdown and plain text: decoded, line endings normalised, ``##`` sections, front
+    matter (a static site's page metadata) read for the title and left out of the passages."""
 
     name: str = "markdown"
-    version: str = "1"
+    version: str = "2"  # 2: front matter read for the title, never indexed
     suffixes: tuple[str, ...] = (".md", ".markdown", ".txt")
     isolated: bool = False
 
@@ -127,6 +152,8 @@ class MarkdownExtractor:
         if not text.strip():
             raise ExtractionError("no text: the file is blank")
         title, sections = markdown_structure(text, PurePath(rel_path).stem)
+        if not sections:
+            raise ExtractionError("no text: the file holds only front matter")
         return Document(rel_path, title, text, sections, self.name, self.version)
 
 

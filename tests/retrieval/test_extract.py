@@ -51,6 +51,53 @@ def test_heading_inside_code_fence_is_not_a_section() -> None:
     assert [s.title for s in doc.sections] == ["Real", "Second"]
 
 
+_PAGE = b"""---
+title: "Travel: Frequently Asked Questions"
+redirect_from:
+  - /travel-guide-faq/
+sidebar:
+  title: Not the page title
+---
+
+Book through the travel desk.
+
+## Booking
+Flights are booked in Concur.
+"""
+
+
+def test_front_matter_sets_the_title_and_is_never_a_passage() -> None:
+    doc = EX.extract("pages/travel-faq.md", _PAGE)
+    assert doc.title == "Travel: Frequently Asked Questions"
+    assert [s.title for s in doc.sections] == ["", "Booking"]
+    quoted = "".join(doc.text[s.start : s.end] for s in doc.sections)
+    assert "redirect_from" not in quoted and "sidebar" not in quoted
+    assert doc.text[doc.sections[0].start : doc.sections[0].end].strip() == "Book through the travel desk."
+
+
+@pytest.mark.parametrize(
+    ("data", "title"),
+    [
+        (b"+++\ntitle = 'Leave'\ndate = 2024-01-01\n+++\nTake leave in Tock.\n", "Leave"),  # Hugo's TOML
+        (
+            b"---\ntitle: Leave\n---\n# Leave types\n\nTake leave in Tock.\n",
+            "Leave types",
+        ),  # the page's own heading wins
+        (b"---\ntitle: |\n  Leave\n---\nTake leave in Tock.\n", "leave"),  # a block value: the file name
+        (b"--- not front matter\ntitle: x\n---\nText.\n", "leave"),
+    ],
+)
+def test_front_matter_forms(data: bytes, title: str) -> None:
+    doc = EX.extract("leave.md", data)
+    assert doc.title == title
+    assert all("title" not in doc.text[s.start : s.end] or "not front matter" in doc.text for s in doc.sections)
+
+
+def test_a_page_of_front_matter_only_is_a_clear_failure() -> None:
+    with pytest.raises(ExtractionError, match="only front matter"):
+        EX.extract("x.md", b"---\ntitle: Draft\n---\n")
+
+
 def test_unsupported_suffix_has_no_extractor() -> None:
     assert extractor_for("movie.mp4") is None
     assert extractor_for("README.MARKDOWN") is not None
