@@ -180,10 +180,27 @@ class _SpanSplitter:
 
 
 _SENTENCE_OR_LINE = re.compile(r"[.!?]+[\"')\]]*\s+|\n\s*")
+# A line that ends a unit of its own: a sentence stop (or a colon/semicolon) at its end,
+# a heading, a table row, a fence.
+_LINE_ENDS_UNIT = re.compile(r"([.!?:;][\"')\]*_`]*|^\s*(#|\||```|~~~).*)$")
+# A line that starts a unit of its own: a list item, heading, quote, table row, fence, tag.
+_LINE_STARTS_UNIT = re.compile(r"\s*([-*+]\s|\d+[.)]\s|#|>|\||```|~~~|<)")
+_FENCE_LINE = re.compile(r"\s*(```|~~~)")
+_QUOTED = re.compile(r"\s*>[ \t]?")
+# Locators whose sources are one record per line (a sheet's rows, a slide's bullets, a
+# caption's cues): there every line stays its own unit.
+LINE_LOCATORS = frozenset({"sheet", "slide", "t"})
 
 
-def sentence_spans(content: str, min_chars: int = 12) -> list[tuple[int, int]]:
-    """(start, end) of each sentence (and line, for lists and code) inside ``content``.
+def sentence_spans(content: str, min_chars: int = 12, lines: bool = False) -> list[tuple[int, int]]:
+    """(start, end) of each sentence (and list item, table row or code line) inside ``content``.
+
+    A line break inside a sentence is a soft wrap (prose wrapped at 80 columns, a PDF's
+    lines) and does not end it: a break ends a unit only after a stop, colon or
+    semicolon, before a list item, heading, quote, table row or tag, at a blank line,
+    and at every line of a code fence. A list item's number ("2.") is not a sentence
+    stop. With ``lines`` every line break and every stop ends one (see
+    :data:`LINE_LOCATORS`).
 
     Positions are found by the regex, never summed, so ``content[start:end]`` is the
     sentence exactly: a citation's evidence range slices the document to its quote.
@@ -192,7 +209,10 @@ def sentence_spans(content: str, min_chars: int = 12) -> list[tuple[int, int]]:
     """
     out: list[tuple[int, int]] = []
     pos = 0
+    fenced = _fence_state(content)
     for m in _SENTENCE_OR_LINE.finditer(content):
+        if not lines and (_list_number(content, m) or _soft_wrap(content, m, fenced)):
+            continue
         span = _trimmed(content, pos, m.end())
         pos = m.end()
         if span[1] - span[0] >= min_chars:
@@ -203,12 +223,48 @@ def sentence_spans(content: str, min_chars: int = 12) -> list[tuple[int, int]]:
     return out or [_trimmed(content, 0, len(content))]
 
 
+def _fence_state(content: str) -> Callable[[int], bool]:
+    """Whether a position lies in a code fence (from the fence lines seen in ``content``)."""
+    toggles = [m.start() for m in re.finditer(r"(?m)^[ \t]*(```|~~~)", content)]
+    return lambda at: bisect.bisect_right(toggles, at) % 2 == 1
+
+
+def _list_number(content: str, m: re.Match[str]) -> bool:
+    """Whether the stop matched by ``m`` only numbers a list item ("2. Select …")."""
+    if m.group()[0] != ".":
+        return False
+    return content[content.rfind("\n", 0, m.start()) + 1 : m.start()].strip().isdigit()
+
+
+def _soft_wrap(content: str, m: re.Match[str], fenced: Callable[[int], bool]) -> bool:
+    """Whether the line break matched by ``m`` only wraps a sentence that goes on."""
+    gap = m.group()
+    if gap[0] != "\n" or gap.count("\n") > 1 or m.end() >= len(content):
+        return False  # a sentence stop, a blank line, or the end
+    line = content[content.rfind("\n", 0, m.start()) + 1 : m.start()]
+    nxt_end = content.find("\n", m.end())
+    nxt = content[m.end() : nxt_end if nxt_end != -1 else len(content)]
+    if fenced(m.start()) or _FENCE_LINE.match(line) or _FENCE_LINE.match(nxt):
+        return False
+    quoted = bool(_QUOTED.match(line)), bool(_QUOTED.match(nxt))
+    if quoted[0] != quoted[1]:
+        return False  # a quote begins or ends
+    if quoted[0]:  # a quote wrapped over "> " lines
+        line, nxt = _QUOTED.sub("", line, count=1), _QUOTED.sub("", nxt, count=1)
+    return not _LINE_ENDS_UNIT.search(line.rstrip()) and not _LINE_STARTS_UNIT.match(nxt)
+
+
+def chunk_sentence_spans(chunk: Chunk, min_chars: int = 12) -> list[tuple[int, int]]:
+    """:func:`sentence_spans` of a chunk's content, by the rule of its document's format."""
+    return sentence_spans(chunk.content, min_chars, lines=chunk.meta.get("locator") in LINE_LOCATORS)
+
+
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     piece = text[start:end]
     lead = len(piece) - len(piece.lstrip())
     return start + lead, start + lead + len(piece.strip())
 
 
-def sentences(content: str, min_chars: int = 12) -> list[str]:
+def sentences(chunk: Chunk, min_chars: int = 12) -> list[str]:
     """A chunk's sentences, embedded at index time for best-sentence scoring."""
-    return [content[a:b] for a, b in sentence_spans(content, min_chars)]
+    return [chunk.content[a:b] for a, b in chunk_sentence_spans(chunk, min_chars)]

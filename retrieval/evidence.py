@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.bm25 import tokenize
-from retrieval.chunk import sentence_spans
+from retrieval.chunk import chunk_sentence_spans
 from retrieval.types import Hit
 
 
@@ -47,7 +47,7 @@ def number_sentences(hits: Sequence[Hit], vectors_of: VectorsOf | None = None) -
     out: list[SourceSentence] = []
     for source, hit in enumerate(hits, start=1):
         c = hit.chunk
-        spans = sentence_spans(c.content)
+        spans = chunk_sentence_spans(c)
         vecs = vectors_of(hit) if vectors_of is not None else None
         if vecs is not None and len(vecs) != len(spans):
             vecs = None

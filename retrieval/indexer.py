@@ -34,7 +34,7 @@ from retrieval.sandbox import ExtractionRunner
 from retrieval.store import VectorStore
 from retrieval.types import Chunk
 
-PIPELINE_VERSION = "p1"
+PIPELINE_VERSION = "p2"  # p2: a sentence runs on across a soft line wrap (sentence vectors rebuilt)
 EMBED_BATCH_CHUNKS = 128
 TEMP_PATTERNS = ("~$*", ".~lock*", "*.tmp", "*.swp", "*~")
 
@@ -274,9 +274,7 @@ class Indexer:
         # A vector depends only on the model and the text, so any stored document of
         # the same model can lend its vectors, even one built by another pipeline.
         usable = [p for p in reuse if (r := known.get(p)) and r.chunks > 0 and _same_model(r.stamps, stamps)]
-        return _Prepared(
-            src.rel, digest, len(data), doc.title, chunks, [sentences(c.content) for c in chunks], stamps, usable
-        )
+        return _Prepared(src.rel, digest, len(data), doc.title, chunks, [sentences(c) for c in chunks], stamps, usable)
 
     def _write(
         self,

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
+from retrieval.indexer import PIPELINE_VERSION
 from tests.conftest import EXAMPLES
 
 
@@ -36,7 +37,7 @@ def test_index_then_status_json_reads_the_index(env: tuple[Path, Path]) -> None:
     assert by_path["on-call.md"]["state"] == "indexed" and by_path["on-call.md"]["chunks"] > 0
     stamps = by_path["on-call.md"]["stamps"]
     assert stamps["embedding_model"].endswith("all-MiniLM-L6-v2") and stamps["dimension"] == 384
-    assert stamps["extractor"] == "markdown" and stamps["pipeline"].startswith("p1:chunk-v1")
+    assert stamps["extractor"] == "markdown" and stamps["pipeline"].startswith(f"{PIPELINE_VERSION}:chunk-v1")
     assert data["totals"] == {
         "documents": 4,
         "indexed": 3,
@@ -99,7 +100,10 @@ def test_status_shows_documents_stale_after_a_chunker_change(
     res = runner.invoke(main, ["status", "--json"])
     data = json.loads(res.output)
     states = {d["path"]: (d["state"], d["reason"] or "") for d in data["documents"]}
-    assert states["on-call.md"][0] == "stale" and "t512:o0:h1:b1:w256 → p1:chunk-v1:t300" in states["on-call.md"][1]
+    assert (
+        states["on-call.md"][0] == "stale"
+        and f"t512:o0:h1:b1:w256 → {PIPELINE_VERSION}:chunk-v1:t300" in states["on-call.md"][1]
+    )
     assert data["totals"]["stale"] == 3
     res = runner.invoke(main, ["index", "--quiet"])
     assert "3 indexed" in res.output and "0 stale" in res.output

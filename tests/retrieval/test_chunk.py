@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.chunk import ChunkerConfig, chunk_document, sentences
+from retrieval.chunk import ChunkerConfig, chunk_document, chunk_sentence_spans, sentence_spans, sentences
 from retrieval.embed import SentenceTransformerEmbedder
 from retrieval.extract import MarkdownExtractor
 from retrieval.types import Document, Section
@@ -115,9 +115,59 @@ def test_chunk_ids_are_stable_and_unique() -> None:
     assert len({c.id for c in a}) == len(a)
 
 
+def _split(content: str, lines: bool = False) -> list[str]:
+    return [content[a:b] for a, b in sentence_spans(content, lines=lines)]
+
+
 def test_sentences_split_prose_and_lines() -> None:
-    assert sentences("The cat sat. Then it slept on the mat!\n- a list item here") == [
+    assert _split("The cat sat. Then it slept on the mat!\n- a list item here") == [
         "The cat sat.",
         "Then it slept on the mat!",
         "- a list item here",
     ]
+
+
+WRAPPED = """If the card is lost, follow [these
+steps](#lost) within 24 hours. Call AdTrav at (877)
+472-6716 to book both air and rail.
+Follow these steps:
+1. Go to Concur at
+   travel.gsa.gov and sign in
+2. Select **Travel - New
+   Booking**
+| Leave | Hours |
+| Annual | 4 per pay period |
+```python
+x = load(path)
+y = x.ask(question)
+```
+> **Note**: to open an account you may need to call
+> their help desk first.
+> ## Not part of the note
+The end of the page"""
+
+
+def test_a_sentence_wrapped_over_lines_stays_one_sentence() -> None:
+    assert _split(WRAPPED) == [
+        "If the card is lost, follow [these\nsteps](#lost) within 24 hours.",
+        "Call AdTrav at (877)\n472-6716 to book both air and rail.",
+        "Follow these steps:",
+        "1. Go to Concur at\n   travel.gsa.gov and sign in",
+        "2. Select **Travel - New\n   Booking**",
+        "| Leave | Hours |",
+        "| Annual | 4 per pay period |",
+        "x = load(path)",  # the fence lines are under 12 characters: dropped
+        "y = x.ask(question)",
+        "> **Note**: to open an account you may need to call\n> their help desk first.",
+        "> ## Not part of the note",
+        "The end of the page",
+    ]
+
+
+def test_records_one_per_line_stay_one_per_line() -> None:
+    rows = "Name: Ada; Role: on-call lead\nName: Bob; Role: backup engineer"
+    assert _split(rows, lines=True) == rows.split("\n")
+    doc = Document("rota.xlsx", "Rota", rows, (Section("Sheet1", 0, len(rows)),), "sheet", "1", locator="sheet")
+    (chunk,) = chunk_document(doc, ChunkerConfig(), _chars_as_tokens)
+    assert [chunk.content[a:b] for a, b in chunk_sentence_spans(chunk)] == rows.split("\n")
+    assert sentences(chunk) == rows.split("\n")
