@@ -18,6 +18,7 @@ import numpy as np
 
 from retrieval.bm25 import tokenize
 from retrieval.chunk import chunk_sentence_spans
+from retrieval.markup import plain
 from retrieval.types import Hit
 
 
@@ -144,5 +145,8 @@ def sources_block(sentences: Sequence[Numbered]) -> str:
     "Source: title — section" line the prompt had 181 tokens p50 and the model cited the
     answering sentence 34 times in 59; without, 150 tokens, 0.35 s sooner, and 36 times.
     The headings still count for the support check and are shown with every citation.
+    The model reads a sentence's words without their markup (:func:`retrieval.markup.plain`):
+    a link's URL or a template tag is prompt tokens, and words it would copy into the
+    answer, that say nothing.
     """
-    return "\n".join(f"[{s.n}] {' '.join(s.text.split())}" for s in sentences)
+    return "\n".join(f"[{s.n}] {plain(s.text)}" for s in sentences)

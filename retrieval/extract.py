@@ -15,6 +15,7 @@ from charset_normalizer import from_bytes
 from charset_normalizer.md import mess_ratio
 
 from retrieval.errors import ExtractionError
+from retrieval.markup import plain
 from retrieval.types import Document, Section
 
 
@@ -99,14 +100,15 @@ def front_matter(text: str) -> tuple[int, str | None]:
     title = t.group(1).strip() if t else ""
     if len(title) >= 2 and title[0] == title[-1] and title[0] in "\"'":
         title = title[1:-1].strip()
-    return m.end(), (title if title and title[0] not in "|>" else None)
+    return m.end(), (plain(title) if title and title[0] not in "|>" else None)
 
 
 def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Section, ...]]:
     """Title and ``## `` sections, ignoring headings in code fences.
 
     The title is the first ``# `` heading, else the front matter's ``title``, else the
-    file name. Front matter is never a passage. Text before the first ``## `` is a
+    file name; both without their markup (a link in a heading is its text). Front
+    matter is never a passage. Text before the first ``## `` is a
     section of its own with an empty title. A section's body starts after its heading
     line, so headings are never quoted.
     """
@@ -122,10 +124,10 @@ def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Secti
             in_fence = not in_fence
         elif not in_fence:
             if title is None and line.startswith("# "):
-                title = line[2:].strip()
+                title = plain(line[2:])
                 title_end = min(nxt, len(text)) if not heads else title_end
             elif line.startswith("## "):
-                heads.append((pos, min(nxt, len(text)), line[3:].strip()))
+                heads.append((pos, min(nxt, len(text)), plain(line[3:])))
         pos = nxt
     sections: list[Section] = []
     first = heads[0][0] if heads else len(text)

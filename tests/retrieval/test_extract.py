@@ -93,6 +93,13 @@ def test_front_matter_forms(data: bytes, title: str) -> None:
     assert all("title" not in doc.text[s.start : s.end] or "not front matter" in doc.text for s in doc.sections)
 
 
+def test_headings_are_labels_without_their_markup() -> None:
+    doc = EX.extract(
+        "sec.md", b"# The [TTS](https://tts.gov) handbook\n\n## Reporting [Phishing](https://x.gov/p?t=1)\nReport it.\n"
+    )
+    assert doc.title == "The TTS handbook" and doc.sections[-1].title == "Reporting Phishing"
+
+
 def test_a_page_of_front_matter_only_is_a_clear_failure() -> None:
     with pytest.raises(ExtractionError, match="only front matter"):
         EX.extract("x.md", b"---\ntitle: Draft\n---\n")

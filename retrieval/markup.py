@@ -1,0 +1,54 @@
+"""Markup reduced to the words a reader sees: for labels and for what the model reads.
+
+A Markdown link shows its text, an image its alt text; a template tag (Liquid, Jinja,
+Hugo shortcodes) shows its first quoted argument (``{% slack_channel "tock" %}``: tock)
+or nothing, an HTML tag nothing; bold markers go. Code spans are kept as written,
+backticks included ("this is a name"). Quotes and citation ranges never pass through
+here: they are the source's own characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+_LINK = re.compile(r"\[([^\]\n]+)\]\((?:[^()\n]|\([^()\n]*\))*\)")  # a URL may hold one level of ( )
+_REF_LINK = re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]")
+_TEMPLATE = re.compile(r"\{%(.*?)%\}|\{\{<?(.*?)>?\}\}", re.S)
+_QUOTED_ARG = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+_INLINE_TAG = re.compile(r"</?(a|b|i|u|em|strong|span|code|sub|sup|small|mark|kbd|abbr)\b[^<>\n]*>", re.I)
+_HTML = re.compile(r"</?[a-zA-Z][^<>\n]*>|<!--.*?-->", re.S)  # a block tag (<br>, <p>) parts words
+_CODE = re.compile(r"`[^`\n]*`")  # a code span ("`<s>`") is a name, never markup
+_HELD = re.compile(r"\x00(\d+)\x00")
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+
+
+def plain(text: str) -> str:
+    """``text`` without its markup, whitespace collapsed; code spans kept as written."""
+    spans: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:  # set aside, so nothing inside is taken for markup
+        spans.append(m.group())
+        return f"\x00{len(spans) - 1}\x00"
+
+    out = _unmarked(_CODE.sub(hold, text))
+
+    def restore(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        return spans[i] if i < len(spans) else m.group()
+
+    return " ".join(_HELD.sub(restore, out).split())
+
+
+def _unmarked(text: str) -> str:
+    out = _IMAGE.sub(r"\1", text)
+    out = _LINK.sub(r"\1", out)  # before the tags: a tag in a link's URL goes with the URL
+    out = _REF_LINK.sub(r"\1", out)
+    out = _TEMPLATE.sub(_tag_argument, out)
+    out = _HTML.sub(" ", _INLINE_TAG.sub("", out))
+    return _EMPHASIS.sub(r"\2", out)
+
+
+def _tag_argument(m: re.Match[str]) -> str:
+    arg = _QUOTED_ARG.search(m.group(1) or m.group(2) or "")
+    return f" {arg.group(1) or arg.group(2) or ''} " if arg else " "
