@@ -100,7 +100,7 @@ def front_matter(text: str) -> tuple[int, str | None]:
     title = t.group(1).strip() if t else ""
     if len(title) >= 2 and title[0] == title[-1] and title[0] in "\"'":
         title = title[1:-1].strip()
-    return m.end(), (plain(title) if title and title[0] not in "|>" else None)
+    return m.end(), (plain(title, block_marker=False) if title and title[0] not in "|>" else None)
 
 
 def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Section, ...]]:
@@ -124,10 +124,10 @@ def markdown_structure(text: str, fallback_title: str) -> tuple[str, tuple[Secti
             in_fence = not in_fence
         elif not in_fence:
             if title is None and line.startswith("# "):
-                title = plain(line[2:])
+                title = plain(line[2:], block_marker=False)
                 title_end = min(nxt, len(text)) if not heads else title_end
             elif line.startswith("## "):
-                heads.append((pos, min(nxt, len(text)), plain(line[3:])))
+                heads.append((pos, min(nxt, len(text)), plain(line[3:], block_marker=False)))
         pos = nxt
     sections: list[Section] = []
     first = heads[0][0] if heads else len(text)
@@ -145,7 +145,7 @@ class MarkdownExtractor:
     matter (a static site's page metadata) read for the title and left out of the passages."""
 
     name: str = "markdown"
-    version: str = "2"  # 2: front matter read for the title, never indexed
+    version: str = "3"  # 2: front matter read for the title, never indexed; 3: headings without markup
     suffixes: tuple[str, ...] = (".md", ".markdown", ".txt")
     isolated: bool = False
 

@@ -2,7 +2,8 @@
 
 A Markdown link shows its text, an image its alt text; a template tag (Liquid, Jinja,
 Hugo shortcodes) shows its first quoted argument (``{% slack_channel "tock" %}``: tock)
-or nothing, an HTML tag nothing; bold markers go. Code spans are kept as written,
+or nothing, an HTML tag nothing; bold markers go, and so does a list item's,
+quote's or heading's marker at the start. Code spans are kept as written,
 backticks included ("this is a name"). Quotes and citation ranges never pass through
 here: they are the source's own characters.
 """
@@ -20,18 +21,23 @@ _INLINE_TAG = re.compile(r"</?(a|b|i|u|em|strong|span|code|sub|sup|small|mark|kb
 _HTML = re.compile(r"</?[a-zA-Z][^<>\n]*>|<!--.*?-->", re.S)  # a block tag (<br>, <p>) parts words
 _CODE = re.compile(r"`[^`\n]*`")  # a code span ("`<s>`") is a name, never markup
 _HELD = re.compile(r"\x00(\d+)\x00")
+_BLOCK_MARKER = re.compile(r"\A\s*(?:>\s*)*(?:[-*+]\s+|\d+[.)]\s+|#{1,6}\s+)?")  # "- ", "2. ", "> ", "## "
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 
 
-def plain(text: str) -> str:
-    """``text`` without its markup, whitespace collapsed; code spans kept as written."""
+def plain(text: str, block_marker: bool = True) -> str:
+    """``text`` without its markup, whitespace collapsed; code spans kept as written.
+
+    ``block_marker=False`` keeps what starts the text (a heading's own "2. Setup")."""
     spans: list[str] = []
 
     def hold(m: re.Match[str]) -> str:  # set aside, so nothing inside is taken for markup
         spans.append(m.group())
         return f"\x00{len(spans) - 1}\x00"
 
-    out = _unmarked(_CODE.sub(hold, text))
+    flat = " ".join(text.split())  # a soft wrap inside **bold** or a link is a space
+    held = _CODE.sub(hold, flat)
+    out = _unmarked(_BLOCK_MARKER.sub("", held, count=1) if block_marker else held)
 
     def restore(m: re.Match[str]) -> str:
         i = int(m.group(1))
@@ -50,5 +56,7 @@ def _unmarked(text: str) -> str:
 
 
 def _tag_argument(m: re.Match[str]) -> str:
+    """A tag's first quoted argument when it is a word ("tock"), not a path or a file."""
     arg = _QUOTED_ARG.search(m.group(1) or m.group(2) or "")
-    return f" {arg.group(1) or arg.group(2) or ''} " if arg else " "
+    word = (arg.group(1) or arg.group(2) or "") if arg else ""
+    return f" {word} " if word and not re.search(r"[/.]", word) else " "

@@ -22,6 +22,13 @@ from retrieval.markup import plain
             "See `Trainer` and the `<s>` token, not this.",
         ),
         ("2 * 3 * 4 = 24, and\n   wrapped", "2 * 3 * 4 = 24, and wrapped"),
+        (
+            'If lost, follow [these]({% page "/equipment/#lost" %}) or {% page "/equipment/" %}.',
+            "If lost, follow these or .",
+        ),
+        ("- Log total hours in HR Links.", "Log total hours in HR Links."),
+        ("2. Select **Travel - New\n   Booking**", "Select Travel - New Booking"),
+        ("> **Note**: call first.", "Note: call first."),
     ],
 )
 def test_markup_is_reduced_to_its_words(marked: str, seen: str) -> None:
