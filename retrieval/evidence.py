@@ -108,13 +108,20 @@ def most_relevant(
     """
     idf = question_idf or {}
     # A heading says what a section is about, never what it says: quoted back as an
-    # answer's evidence ("The docs say: «# Chat completion»") it backs nothing.
-    pool = [s for s in sentences if not is_heading(s.text)] or list(sentences)
+    # answer's evidence ("The docs say: «# Chat completion»") it backs nothing. Nor does
+    # a question the source asks (an exercise, a rhetorical or FAQ question): it answers nothing.
+    pool = [s for s in sentences if not is_heading(s.text) and not is_question(s.text)] or list(sentences)
     ranked = sorted(pool, key=lambda s: -relevance(s, query, idf))
     return [replace(s, n=i) for i, s in enumerate(ranked[:keep], start=1)]
 
 
 _HEADING = re.compile(r"#{1,6}\s+\S")
+_QUESTION_END = re.compile(r"\?[\"')\]*_`]*\s*\Z")
+
+
+def is_question(text: str) -> bool:
+    """A sentence that asks (ends in a question mark, quotes and markup aside)."""
+    return bool(_QUESTION_END.search(text))
 
 
 def is_heading(text: str) -> bool:

@@ -51,3 +51,13 @@ def test_a_heading_line_is_never_offered_as_evidence() -> None:
     assert texts == [sents[2].text, sents[3].text]
     # Sources that hold nothing but headings still give the model something to read.
     assert len(most_relevant(sents[:2], Q, keep=2)) == 2
+
+
+def test_a_question_the_source_asks_is_never_offered_as_evidence() -> None:
+    sents = [
+        _sentence(1, "1. How does the value of $\\gamma$ affect the number of iterations?"),
+        _sentence(2, 'Ask yourself: "is the learning rate too high?"'),
+        _sentence(3, "A smaller discount factor makes value iteration converge in fewer iterations."),
+    ]
+    assert [s.text for s in most_relevant(sents, Q, keep=3, question_idf={"iterations": 1.0})] == [sents[2].text]
+    assert len(most_relevant(sents[:2], Q, keep=2)) == 2  # only questions: still something to read
