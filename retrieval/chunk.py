@@ -184,7 +184,8 @@ _SENTENCE_OR_LINE = re.compile(r"[.!?]+[\"')\]]*\s+|\n\s*")
 # a heading, a table row, a fence.
 _LINE_ENDS_UNIT = re.compile(r"([.!?:;][\"')\]*_`]*|^\s*(#|\||```|~~~).*)$")
 # A line that starts a unit of its own: a list item, heading, quote, table row, fence, tag.
-_LINE_STARTS_UNIT = re.compile(r"\s*([-*+]\s|\d+[.)]\s|#|>|\||```|~~~|<)")
+_LINE_STARTS_UNIT = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|#|>|\||```|~~~|<)")  # "2019. It" is a year
+_RULE_LINE = re.compile(r"\s*([-=*_])(\s*\1){2,}\s*")  # a thematic break, or a Setext heading's underline
 _FENCE_LINE = re.compile(r"\s*(```|~~~)")
 _QUOTED = re.compile(r"\s*>[ \t]?")
 # Locators whose sources are one record per line (a sheet's rows, a slide's bullets, a
@@ -231,9 +232,10 @@ def _fence_state(content: str) -> Callable[[int], bool]:
 
 def _list_number(content: str, m: re.Match[str]) -> bool:
     """Whether the stop matched by ``m`` only numbers a list item ("2. Select …")."""
-    if m.group()[0] != ".":
-        return False
-    return content[content.rfind("\n", 0, m.start()) + 1 : m.start()].strip().isdigit()
+    if m.group()[0] != "." or "\n" in m.group():
+        return False  # a stop at a line's end, or before a blank line, ends what it ends
+    number = content[content.rfind("\n", 0, m.start()) + 1 : m.start()].strip()
+    return number.isdigit() and len(number) <= 3
 
 
 def _soft_wrap(content: str, m: re.Match[str], fenced: Callable[[int], bool]) -> bool:
@@ -244,7 +246,7 @@ def _soft_wrap(content: str, m: re.Match[str], fenced: Callable[[int], bool]) ->
     line = content[content.rfind("\n", 0, m.start()) + 1 : m.start()]
     nxt_end = content.find("\n", m.end())
     nxt = content[m.end() : nxt_end if nxt_end != -1 else len(content)]
-    if fenced(m.start()) or _FENCE_LINE.match(line) or _FENCE_LINE.match(nxt):
+    if fenced(m.start()) or any(p.match(x) for p in (_FENCE_LINE, _RULE_LINE) for x in (line, nxt)):
         return False
     quoted = bool(_QUOTED.match(line)), bool(_QUOTED.match(nxt))
     if quoted[0] != quoted[1]:

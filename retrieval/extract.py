@@ -84,6 +84,7 @@ def canonical(text: str) -> str:
 # A static-site page (Jekyll, Hugo, Eleventy, Docusaurus, Obsidian) opens with YAML
 # between "---" lines or TOML between "+++" lines: the page's metadata, not its words.
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(.*?\n)?(?:\1|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+_FRONT_KEY = re.compile(r"[A-Za-z_][\w-]*[ \t]*[:=]")  # metadata opens with a key ("title:", "date =")
 _FRONT_TITLE = re.compile(r"^title[ \t]*[:=][ \t]*(.*?)[ \t]*$", re.M)
 
 
@@ -94,12 +95,15 @@ def front_matter(text: str) -> tuple[int, str | None]:
     (``title: |``) or an empty one sets none.
     """
     m = _FRONT_MATTER.match(text)
-    if not m:
-        return 0, None
+    first = next((line for line in (m.group(2) or "").split("\n") if line.strip()), "") if m else ""
+    if not m or not _FRONT_KEY.match(first):
+        return 0, None  # a page that opens with a "---" rule: its words are the page's
     t = _FRONT_TITLE.search(m.group(2) or "")
     title = t.group(1).strip() if t else ""
     if len(title) >= 2 and title[0] == title[-1] and title[0] in "\"'":
         title = title[1:-1].strip()
+    else:
+        title = re.sub(r"\s+#.*\Z", "", title)  # an unquoted value's trailing comment
     return m.end(), (plain(title, block_marker=False) if title and title[0] not in "|>" else None)
 
 
@@ -145,7 +149,7 @@ class MarkdownExtractor:
     matter (a static site's page metadata) read for the title and left out of the passages."""
 
     name: str = "markdown"
-    version: str = "3"  # 2: front matter read for the title, never indexed; 3: headings without markup
+    version: str = "4"  # 2: front matter read for the title, never indexed; 3: headings without markup; 4: a "---" rule is not front matter
     suffixes: tuple[str, ...] = (".md", ".markdown", ".txt")
     isolated: bool = False
 
@@ -155,7 +159,7 @@ class MarkdownExtractor:
             raise ExtractionError("no text: the file is blank")
         title, sections = markdown_structure(text, PurePath(rel_path).stem)
         if not sections:
-            raise ExtractionError("no text: the file holds only front matter")
+            raise ExtractionError("no text besides its title or front matter")
         return Document(rel_path, title, text, sections, self.name, self.version)
 
 

@@ -34,7 +34,7 @@ from retrieval.sandbox import ExtractionRunner
 from retrieval.store import VectorStore
 from retrieval.types import Chunk
 
-PIPELINE_VERSION = "p2"  # p2: a sentence runs on across a soft line wrap (sentence vectors rebuilt)
+PIPELINE_VERSION = "p3"  # p2: a sentence runs on across a soft line wrap (sentence vectors rebuilt); p3: its edge cases
 EMBED_BATCH_CHUNKS = 128
 TEMP_PATTERNS = ("~$*", ".~lock*", "*.tmp", "*.swp", "*~")
 

@@ -12,17 +12,27 @@ from __future__ import annotations
 
 import re
 
-_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
-_LINK = re.compile(r"\[([^\]\n]+)\]\((?:[^()\n]|\([^()\n]*\))*\)")  # a URL may hold one level of ( )
-_REF_LINK = re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]")
-_TEMPLATE = re.compile(r"\{%(.*?)%\}|\{\{<?(.*?)>?\}\}", re.S)
+# Every pattern is bounded (no "[" inside a link's text, tags and comments of limited
+# length), so a line of a million "[" costs one linear pass, not a scan from each.
+_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]*\)")
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\((?:[^()\n]|\([^()\n]*\))*\)")  # a URL may hold one level of ( )
+_REF_LINK = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")
+_TEMPLATE = re.compile(r"\{%([^%{}]{0,500})%\}|\{\{<?([^{}]{0,500}?)>?\}\}")
 _QUOTED_ARG = re.compile(r"\"([^\"]*)\"|'([^']*)'")
-_INLINE_TAG = re.compile(r"</?(a|b|i|u|em|strong|span|code|sub|sup|small|mark|kbd|abbr)\b[^<>\n]*>", re.I)
-_HTML = re.compile(r"</?[a-zA-Z][^<>\n]*>|<!--.*?-->", re.S)  # a block tag (<br>, <p>) parts words
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^<>\s]+|[^<>\s@]+@[^<>\s@]+\.[a-zA-Z]{2,})>")  # <https://…>, <a@b.org>
+_TAGS = (
+    "a|abbr|b|blockquote|br|center|cite|code|dd|del|details|div|dl|dt|em|figcaption|figure|font|h[1-6]|hr|i|"
+    "iframe|img|ins|kbd|li|mark|ol|p|picture|pre|q|s|section|small|source|span|strong|sub|summary|sup|table|"
+    "tbody|td|th|thead|tr|u|ul|video"
+)
+_INLINE_TAG = re.compile(r"</?(a|b|i|u|em|strong|span|code|sub|sup|small|mark|kbd|abbr)\b[^<>\n]{0,500}>", re.I)
+# Only HTML's own tags: "List<String>" or "x<y then y>z" is not markup.
+_HTML = re.compile(rf"</?(?:{_TAGS})\b[^<>\n]{{0,500}}/?>|<!--[^<>]{{0,2000}}?-->", re.I)  # <br>, <p> part words
 _CODE = re.compile(r"`[^`\n]*`")  # a code span ("`<s>`") is a name, never markup
 _HELD = re.compile(r"\x00(\d+)\x00")
-_BLOCK_MARKER = re.compile(r"\A\s*(?:>\s*)*(?:[-*+]\s+|\d+[.)]\s+|#{1,6}\s+)?")  # "- ", "2. ", "> ", "## "
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+# "- ", "2. ", "> ", "## " (a list number has at most 3 digits: "2019. It grew" is a year)
+_BLOCK_MARKER = re.compile(r"\A\s*(?:>\s*)*(?:[-*+]\s+|\d{1,3}[.)]\s+|#{1,6}\s+)?")
+_EMPHASIS = re.compile(r"\*\*(?=\S)([^*\n]{1,500}?)(?<=\S)\*\*")  # not __: __init__ is a name
 
 
 def plain(text: str, block_marker: bool = True) -> str:
@@ -51,8 +61,9 @@ def _unmarked(text: str) -> str:
     out = _LINK.sub(r"\1", out)  # before the tags: a tag in a link's URL goes with the URL
     out = _REF_LINK.sub(r"\1", out)
     out = _TEMPLATE.sub(_tag_argument, out)
+    out = _AUTOLINK.sub(r"\1", out)
     out = _HTML.sub(" ", _INLINE_TAG.sub("", out))
-    return _EMPHASIS.sub(r"\2", out)
+    return _EMPHASIS.sub(r"\1", out)
 
 
 def _tag_argument(m: re.Match[str]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import random
 from pathlib import Path
 
 from retrieval.chunk import ChunkerConfig, chunk_document, chunk_sentence_spans, sentence_spans, sentences
@@ -162,6 +164,33 @@ def test_a_sentence_wrapped_over_lines_stays_one_sentence() -> None:
         "> ## Not part of the note",
         "The end of the page",
     ]
+
+
+def test_numbers_rules_and_blank_lines_still_end_units() -> None:
+    assert _split("The total at the end of the year was\n42.\n\n## Heading two\nBody text here.") == [
+        "The total at the end of the year was\n42.",
+        "## Heading two",
+        "Body text here.",
+    ]
+    assert _split("The company was founded in\n2019. It grew fast after that.") == [
+        "The company was founded in\n2019.",
+        "It grew fast after that.",
+    ]
+    assert _split("A paragraph line here\n---\nAnother paragraph here.") == [
+        "A paragraph line here",
+        "Another paragraph here.",
+    ]
+
+
+def test_spans_slice_the_content_in_order_without_overlap() -> None:
+    rng = random.Random(7)
+    pieces = ["word", "Word", ".", "?", "\n", "\n\n", " ", "- ", "2. ", "> ", "```", "|", ":", "#", "2019."]
+    for _ in range(500):
+        content = "".join(rng.choice(pieces) + rng.choice(["", " "]) for _ in range(rng.randint(1, 60)))
+        for lines in (False, True):
+            spans = sentence_spans(content, lines=lines)
+            assert all(0 <= a <= b <= len(content) and content[a:b] == content[a:b].strip() for a, b in spans)
+            assert all(b1 <= a2 for (_, b1), (a2, _) in itertools.pairwise(spans))
 
 
 def test_records_one_per_line_stay_one_per_line() -> None:

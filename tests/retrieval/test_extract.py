@@ -85,6 +85,7 @@ def test_front_matter_sets_the_title_and_is_never_a_passage() -> None:
         ),  # the page's own heading wins
         (b"---\ntitle: |\n  Leave\n---\nTake leave in Tock.\n", "leave"),  # a block value: the file name
         (b"--- not front matter\ntitle: x\n---\nText.\n", "leave"),
+        (b"---\ntitle: Leave # draft\n---\nTake leave in Tock.\n", "Leave"),  # a comment is not the title
     ],
 )
 def test_front_matter_forms(data: bytes, title: str) -> None:
@@ -100,8 +101,13 @@ def test_headings_are_labels_without_their_markup() -> None:
     assert doc.title == "The TTS handbook" and doc.sections[-1].title == "Reporting Phishing"
 
 
+def test_a_page_that_opens_with_a_rule_keeps_its_words() -> None:
+    doc = EX.extract("rule.md", b"---\nIntro paragraph that matters a lot.\n\n---\n\nMore text here.\n")
+    assert "Intro paragraph" in doc.text[doc.sections[0].start : doc.sections[0].end]
+
+
 def test_a_page_of_front_matter_only_is_a_clear_failure() -> None:
-    with pytest.raises(ExtractionError, match="only front matter"):
+    with pytest.raises(ExtractionError, match="besides its title or front matter"):
         EX.extract("x.md", b"---\ntitle: Draft\n---\n")
 
 

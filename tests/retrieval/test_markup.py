@@ -29,10 +29,19 @@ from retrieval.markup import plain
         ("- Log total hours in HR Links.", "Log total hours in HR Links."),
         ("2. Select **Travel - New\n   Booking**", "Select Travel - New Booking"),
         ("> **Note**: call first.", "Note: call first."),
+        ("Mail <support@x.org> or see <https://x.org/a>.", "Mail support@x.org or see https://x.org/a."),
+        ("x<y then y>z, List<String>, __init__", "x<y then y>z, List<String>, __init__"),
+        ("2019. It grew", "2019. It grew"),
     ],
 )
 def test_markup_is_reduced_to_its_words(marked: str, seen: str) -> None:
     assert plain(marked) == seen
+
+
+@pytest.mark.parametrize("opener", ["[", "![a](", "{%", "<!--", "**", "<a ", "[a]("])
+def test_unclosed_markup_is_left_as_it_is(opener: str) -> None:
+    text = opener * 20_000  # each pattern is bounded: one pass, not a scan from every opener
+    assert plain(text) == " ".join(text.split())
 
 
 def test_text_that_looks_like_a_held_code_span_is_left_alone() -> None:
