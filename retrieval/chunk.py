@@ -181,12 +181,12 @@ class _SpanSplitter:
 
 _SENTENCE_OR_LINE = re.compile(r"[.!?]+[\"')\]]*\s+|\n\s*")
 # A line that ends a unit of its own: a sentence stop (or a colon/semicolon) at its end,
-# a heading, a table row, a fence.
-_LINE_ENDS_UNIT = re.compile(r"([.!?:;][\"')\]*_`]*|^\s*(#|\||```|~~~).*)$")
-# A line that starts a unit of its own: a list item, heading, quote, table row, fence, tag.
-_LINE_STARTS_UNIT = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|#|>|\||```|~~~|<)")  # "2019. It" is a year
+# a heading, a table row.
+_LINE_ENDS_UNIT = re.compile(r"([.!?:;][\"')\]*_`]*|^\s*(#|\|).*)$")
+# A line that starts a unit of its own: a list item, heading, quote, table row, tag.
+_LINE_STARTS_UNIT = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|#|>|\||<)")  # "2019. It" is a year
 _RULE_LINE = re.compile(r"\s*([-=*_])(\s*\1){2,}\s*")  # a thematic break, or a Setext heading's underline
-_FENCE_LINE = re.compile(r"\s*(```|~~~)")
+_FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)", re.M)  # a line of its own ends a unit, and so does each line inside
 _QUOTED = re.compile(r"\s*>[ \t]?")
 # Locators whose sources are one record per line (a sheet's rows, a slide's bullets, a
 # caption's cues): there every line stays its own unit.
@@ -226,7 +226,7 @@ def sentence_spans(content: str, min_chars: int = 12, lines: bool = False) -> li
 
 def _fence_state(content: str) -> Callable[[int], bool]:
     """Whether a position lies in a code fence (from the fence lines seen in ``content``)."""
-    toggles = [m.start() for m in re.finditer(r"(?m)^[ \t]*(```|~~~)", content)]
+    toggles = [m.start() for m in _FENCE_LINE.finditer(content)]
     return lambda at: bisect.bisect_right(toggles, at) % 2 == 1
 
 

@@ -95,10 +95,11 @@ def front_matter(text: str) -> tuple[int, str | None]:
     (``title: |``) or an empty one sets none.
     """
     m = _FRONT_MATTER.match(text)
-    first = next((line for line in (m.group(2) or "").split("\n") if line.strip()), "") if m else ""
+    block = (m.group(2) or "") if m else ""
+    first = next((line for line in block.split("\n") if line.strip()), "")
     if not m or not _FRONT_KEY.match(first):
         return 0, None  # a page that opens with a "---" rule: its words are the page's
-    t = _FRONT_TITLE.search(m.group(2) or "")
+    t = _FRONT_TITLE.search(block)
     title = t.group(1).strip() if t else ""
     if len(title) >= 2 and title[0] == title[-1] and title[0] in "\"'":
         title = title[1:-1].strip()

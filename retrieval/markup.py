@@ -20,14 +20,15 @@ _REF_LINK = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")
 _TEMPLATE = re.compile(r"\{%([^%{}]{0,500})%\}|\{\{<?([^{}]{0,500}?)>?\}\}")
 _QUOTED_ARG = re.compile(r"\"([^\"]*)\"|'([^']*)'")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^<>\s]+|[^<>\s@]+@[^<>\s@]+\.[a-zA-Z]{2,})>")  # <https://…>, <a@b.org>
-_TAGS = (
-    "a|abbr|b|blockquote|br|center|cite|code|dd|del|details|div|dl|dt|em|figcaption|figure|font|h[1-6]|hr|i|"
-    "iframe|img|ins|kbd|li|mark|ol|p|picture|pre|q|s|section|small|source|span|strong|sub|summary|sup|table|"
-    "tbody|td|th|thead|tr|u|ul|video"
+# Only HTML's own tags are markup ("List<String>" or "x<y then y>z" is not). An inline
+# tag sits inside a word's run ("<b>this</b>."); any other (<br>, <p>) parts words.
+_INLINE_TAGS = "a|abbr|b|code|em|i|kbd|mark|small|span|strong|sub|sup|u"
+_BLOCK_TAGS = (
+    "blockquote|br|center|cite|dd|del|details|div|dl|dt|figcaption|figure|font|h[1-6]|hr|iframe|img|ins|li|"
+    "ol|p|picture|pre|q|s|section|source|summary|table|tbody|td|th|thead|tr|ul|video"
 )
-_INLINE_TAG = re.compile(r"</?(a|b|i|u|em|strong|span|code|sub|sup|small|mark|kbd|abbr)\b[^<>\n]{0,500}>", re.I)
-# Only HTML's own tags: "List<String>" or "x<y then y>z" is not markup.
-_HTML = re.compile(rf"</?(?:{_TAGS})\b[^<>\n]{{0,500}}/?>|<!--[^<>]{{0,2000}}?-->", re.I)  # <br>, <p> part words
+_INLINE_TAG = re.compile(rf"</?(?:{_INLINE_TAGS})\b[^<>\n]{{0,500}}/?>", re.I)
+_HTML = re.compile(rf"</?(?:{_BLOCK_TAGS})\b[^<>\n]{{0,500}}/?>|<!--[^<>]{{0,2000}}?-->", re.I)
 _CODE = re.compile(r"`[^`\n]*`")  # a code span ("`<s>`") is a name, never markup
 _HELD = re.compile(r"\x00(\d+)\x00")
 # "- ", "2. ", "> ", "## " (a list number has at most 3 digits: "2019. It grew" is a year)
