@@ -510,6 +510,7 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
             max_sources=settings.max_sources,
             default_label=f"default: {settings.fusion} fusion + {_reranker_label(settings)} rerank",
             progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
+            rewriter=rt.rewriter(),
         )
         answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
         gate_text = _gate_text(rt, compute=False)  # while the index exists

@@ -11,7 +11,7 @@ from typing import Any
 
 from retrieval.eval_suite import KS, EvalReport
 
-_ORDER = ("default", "hybrid", "bm25", "A", "B", "C", "D", "E", "F")
+_ORDER = ("default", "rewrite", "hybrid", "bm25", "A", "B", "C", "D", "E", "F")
 
 
 def _row(name: str, s: dict[str, Any]) -> str:
@@ -32,10 +32,12 @@ def format_eval(report: EvalReport) -> str:
         f"{'strategy':8} {'R@1':>5} {'R@4':>5} {'R@8':>5} {'R@20':>5}  {'MRR':>5}  lost  ctx/4  R@20 95% Wilson   what",
     ]
     lines += [_row(name, every[name]) for name in _ORDER if name in every]
-    styles = data["default"].get("by_style")
-    if styles:
+    for name in ("default", "rewrite"):
+        styles = every.get(name, {}).get("by_style")
+        if not styles:
+            continue
         lines.append("")
-        lines.append("By question style (default pipeline):")
+        lines.append(f"By question style ({'default pipeline' if name == 'default' else 'default + rewrite'}):")
         for style, s in styles.items():
             r = s["recall_at"]
             lines.append(

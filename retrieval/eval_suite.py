@@ -36,6 +36,7 @@ from retrieval.evaluate import (
 from retrieval.extract import extractor_for
 from retrieval.gate import GateConfig, decide, gate_signal
 from retrieval.indexer import walk
+from retrieval.rewrite import widen
 from retrieval.search import SearchConfig, Searcher, SearchResult, Snapshot
 from retrieval.store import StoredIndex
 from retrieval.types import Document
@@ -210,6 +211,23 @@ def run_strategy(
     return StrategyRun(name, label, ranks, len(lost), cost, [q.style for q in questions]), results
 
 
+def rewrite_run(
+    searcher: Searcher,
+    results: Sequence[SearchResult],
+    questions: Sequence[Question],
+    rewriter: Callable[[str], str | None],
+) -> StrategyRun:
+    """The default's own results widened by each question's rewrite, as answers would be."""
+    widened = []
+    for r in results:
+        rewritten = rewriter(r.query)
+        widened.append(widen(searcher, r, rewritten) if rewritten else r)
+    ranks = [needle_rank(r.hits, q.needle) for r, q in zip(widened, questions, strict=True)]
+    cost = statistics.fmean(sum(len(passage(h.chunk)) for h in r.hits[:CONTEXT_K]) for r in widened)
+    label = "default + the question rewritten by a model, fused (RRF)"
+    return StrategyRun("rewrite", label, ranks, 0, cost, [q.style for q in questions])
+
+
 def refusal_sweep(
     in_domain: Sequence[SearchResult], ood: Sequence[SearchResult], gate: GateConfig, max_sources: int
 ) -> list[SweepRow]:
@@ -236,6 +254,7 @@ def run_eval(
     max_sources: int,
     default_label: str = "default",
     progress: Callable[[str], None] = lambda _msg: None,
+    rewriter: Callable[[str], str | None] | None = None,
 ) -> EvalReport:
     """Every strategy on the same questions, the paired tests, and the refusal sweep."""
     if not questions:
@@ -252,8 +271,13 @@ def run_eval(
         progress(f"strategy {name}: {label}")
         snap = memory_snapshot(docs, ChunkerConfig(target=target, **kw), embedder, cache)
         runs[name] = run_strategy(name, label, Searcher(snap, embedder, SearchConfig(fusion="dense")), questions)[0]
+    comparisons = list(COMPARISONS)
+    if rewriter is not None:
+        progress("the default with each question rewritten (FOOTNOTE_REWRITE)")
+        runs["rewrite"] = rewrite_run(default, default_results, questions, rewriter)
+        comparisons += [("rewrite", "default", 1), ("rewrite", "default", 4)]
     tests = []
-    for a, b, k in COMPARISONS:
+    for a, b, k in comparisons:
         wins, losses = paired(runs[a].ranks, runs[b].ranks, k)
         tests.append({"a": a, "b": b, "k": k, "wins": wins, "losses": losses, "p": sign_test(wins, losses)})
     progress("refusal sweep")

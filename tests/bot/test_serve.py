@@ -169,3 +169,30 @@ def test_serve_loads_the_model_before_syncing_and_a_broken_one_is_a_logged_error
     served = Runtime(load_settings(**base, llm_url="http://127.0.0.1:9"))
     _load_model(served)
     assert "model" not in served.__dict__  # a model server is not loaded in-process
+
+
+def test_serve_loads_a_rewrite_model_beside_the_answer_model_and_logs_one_that_cannot_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from bot.serve import _load_model
+    from retrieval import model_files
+    from tests.fakes import ScriptedModel
+
+    base = {"data_dir": tmp_path, "docs_dir": EXAMPLES, "rewrite": "qwen-1.5b"}
+    rt = Runtime(load_settings(**base))
+    rt.__dict__["model"] = ScriptedModel("[1] ok.")
+    rt.__dict__["rewrite_model"] = ScriptedModel("rewritten")
+    with caplog.at_level("INFO", logger="footnote"):
+        _load_model(rt)
+    assert "query-rewrite model scripted loaded" in caplog.text
+    # The large-model packages absent: a logged error naming the extra, and serve goes on.
+    absent = dataclasses.replace(model_files.MODELS["qwen-1.5b"], module="footnote_absent_part{i}")
+    monkeypatch.setitem(model_files.MODELS, "qwen-1.5b", absent)
+    missing = Runtime(load_settings(**base))
+    missing.__dict__["model"] = ScriptedModel("[1] ok.")
+    with caplog.at_level("INFO", logger="footnote"):
+        _load_model(missing)
+    assert "query-rewrite model could not be loaded" in caplog.text and "large-model" in caplog.text
+    assert missing.rewriter() is not None and missing.rewriter()("What is a SEV1?") is None  # searched as asked

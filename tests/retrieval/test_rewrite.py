@@ -1,0 +1,149 @@
+"""Query rewriting: the fusion of the two rankings, the rewrite's cleaning, and the answer
+service's use of it (never for a refused question; a failed rewrite changes nothing).
+
+The rewrites are scripted: what a model writes is not under test here, how Footnote
+searches with it is, on the real embedder and index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval.answer import AnswerService
+from retrieval.engine import Engine
+from retrieval.errors import ModelError
+from retrieval.eval_suite import Question, load_documents, run_eval
+from retrieval.gate import GateConfig
+from retrieval.rewrite import Rewriter, cleaned, fuse_hits, widen
+from tests.conftest import EXAMPLES
+from tests.fakes import ScriptedModel
+
+SEV1_ACK = "acknowledge the page within 5 minutes"
+INFORMAL = "Our worst kind of outage just started: how quickly do I have to react to the alert?"
+REWRITE = "What is the acknowledgement time for a SEV1 page?"
+
+
+class Recorded:
+    """A rewriter that answers from a table and records what it was asked."""
+
+    def __init__(self, reply: str | None) -> None:
+        self.reply = reply
+        self.asked: list[str] = []
+
+    def __call__(self, question: str) -> str | None:
+        self.asked.append(question)
+        return self.reply
+
+
+def _rank(hits, fragment: str) -> int | None:  # type: ignore[no-untyped-def]
+    return next((i for i, h in enumerate(hits) if fragment in h.chunk.content), None)
+
+
+def test_fusion_raises_a_passage_both_rankings_found_and_keeps_the_questions_own_hit(examples_engine: Engine) -> None:
+    hits = examples_engine.searcher().search("SEV1 escalation and allowance", k=6).hits
+    a, b, c, d = hits[:4]
+    fused = fuse_hits([a, b, c], [d, c], k=3)
+    assert [h.chunk.id for h in fused] == [c.chunk.id, a.chunk.id, d.chunk.id]  # c in both lists leads
+    assert fused[0].distance == c.distance  # the question's own Hit, not the rewrite's
+    assert len(fuse_hits(hits, hits[::-1], k=2)) == 2
+
+
+def test_a_tie_between_the_two_rankings_goes_to_the_question_as_asked(examples_engine: Engine) -> None:
+    hits = examples_engine.searcher().search("SEV1", k=2).hits
+    first, other = hits
+    assert [h.chunk.id for h in fuse_hits([first], [other], k=2)] == [first.chunk.id, other.chunk.id]
+
+
+def test_the_rewrite_is_its_first_line_without_labels_and_nothing_when_it_repeats_the_question() -> None:
+    assert cleaned('Rewritten question: "What is a SEV1?"\nIt is an outage.', "x") == "What is a SEV1?"
+    assert cleaned("\n\n  Question: What is a SEV1?  ", "x") == "What is a SEV1?"
+    assert cleaned("What  is a sev1?", "what is a SEV1?") is None
+    assert cleaned("  \n", "x") is None
+
+
+def test_a_model_error_is_no_rewrite_and_the_prompt_holds_the_question() -> None:
+    def fail(_prompt: str) -> str:
+        raise ModelError("the language model did not finish within 10 s")
+
+    assert Rewriter(lambda: ScriptedModel(fail))("What is a SEV1?") is None
+    model = ScriptedModel("What is the definition of a SEV1 incident?")
+    assert Rewriter(lambda: model)("what's a   sev1") == "What is the definition of a SEV1 incident?"
+    prompt = model.calls[0][-1]["content"]
+    assert prompt.endswith("Question: what's a sev1") and "technical" in prompt
+
+
+def test_widen_adds_what_the_rewrite_finds_and_keeps_the_gates_inputs(examples_engine: Engine) -> None:
+    searcher = examples_engine.searcher()
+    alone = searcher.search(INFORMAL, k=20)
+    wider = widen(searcher, alone, REWRITE, k=20)
+    assert (wider.best_distance, wider.coverage, wider.query) == (alone.best_distance, alone.coverage, INFORMAL)
+    assert {h.chunk.id for h in wider.hits} >= {h.chunk.id for h in alone.hits[:10]}
+    assert _rank(wider.hits, SEV1_ACK) is not None
+
+
+def _service(engine: Engine, model: ScriptedModel, rewriter: Recorded, **kw: object) -> AnswerService:
+    return AnswerService(engine.searcher, lambda: model, rewriter=rewriter, docs_dir=EXAMPLES, **kw)  # type: ignore[arg-type]
+
+
+def test_a_refused_question_is_never_rewritten(examples_engine: Engine) -> None:
+    rewriter, model = Recorded("How do I renew a passport?"), ScriptedModel("[1] never.")
+    a = _service(examples_engine, model, rewriter, gate=GateConfig()).answer("How do I renew my Spanish passport?")
+    assert a.refused and rewriter.asked == [] and model.calls == []
+
+
+PAGED = "The PagedAttention approach can lead to up to 24x higher throughput"
+TICKET = "How much faster is vLLM's paging memory trick for serving compared to the usual way?"
+NAMED = "How much higher throughput does vLLM's PagedAttention give compared to traditional serving?"
+
+
+def test_the_rewrite_brings_the_passage_the_informal_question_missed_into_the_sources(dev_engine: Engine) -> None:
+    # A lenient gate and three sources: what decides is only which passages come first.
+    kw = {"gate": GateConfig(threshold=2.0), "max_sources": 3}
+    alone = dev_engine.searcher().search(TICKET, k=20).hits
+    assert (_rank(alone, PAGED) or 0) >= 3, "the question alone already finds the passage: the test shows nothing"
+    # The scripted model finds nothing ([0]), so each reply lists the sources it was given.
+    plain = _service(dev_engine, ScriptedModel("[0]"), Recorded(None), **kw).answer(TICKET)
+    rewriter = Recorded(NAMED)
+    a = _service(dev_engine, ScriptedModel("[0]"), rewriter, **kw).answer(TICKET)
+    assert rewriter.asked == [TICKET]
+    assert plain.refused and a.refused and "found no answer" in a.reason  # the gate passed both
+    assert len(a.consulted) == len(plain.consulted) == 3
+    assert not any(PAGED in c.quote for c in plain.consulted)
+    assert any(PAGED in c.quote for c in a.consulted)
+    assert (
+        a.timings["rewrite"] >= 0 and a.timings["search_rewrite"] > 0 and "search_rewrite" not in plain.timings
+    )  # no rewrite, no second search
+
+
+def test_eval_scores_the_rewrite_beside_the_default_with_paired_tests(examples_engine: Engine) -> None:
+    q = Question(
+        "q1", INFORMAL, "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes", "ticket"
+    )
+    docs = load_documents(EXAMPLES, 10_000_000)
+    searcher = examples_engine.searcher()
+    rewriter = Recorded(REWRITE)
+    report = run_eval(
+        searcher, docs, [q], [], searcher.embedder, target=512, gate=GateConfig(), max_sources=4, rewriter=rewriter
+    )
+    run = report.strategies["rewrite"]
+    assert rewriter.asked == [INFORMAL] and run.styles == ["ticket"]
+    assert run.ranks[0] is not None  # the widened ranking still holds the needle
+    assert {("rewrite", "default", 1), ("rewrite", "default", 4)} <= {
+        (t["a"], t["b"], t["k"]) for t in report.sign_tests
+    }
+    without = run_eval(searcher, docs, [q], [], searcher.embedder, target=512, gate=GateConfig(), max_sources=4)
+    assert "rewrite" not in without.strategies
+
+
+def test_settings_wire_the_rewriter_only_when_asked(tmp_path: Path) -> None:
+    from bot.runtime import Runtime
+    from config.settings import Settings
+
+    off = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES))
+    assert off.rewriter() is None
+    same = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="answer-model"))
+    same.__dict__["model"] = model = ScriptedModel("What is a SEV1?")
+    assert same.rewrite_is_answer_model() and same.rewrite_model is model
+    big = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, llm="qwen-1.5b", rewrite="qwen-1.5b"))
+    assert big.rewrite_is_answer_model()  # the answer model is already the 1.5B: loaded once
+    beside = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b"))
+    assert not beside.rewrite_is_answer_model()
