@@ -20,6 +20,7 @@ from retrieval.calibrate import Calibration, CalibrationCache, CalibrationConfig
 from retrieval.chunk import ChunkerConfig
 from retrieval.embed import Embedder, load_embedder
 from retrieval.engine import Engine, EngineConfig
+from retrieval.errors import ModelError
 from retrieval.gate import DEFAULT_THRESHOLD, GateConfig
 from retrieval.lease import ChromaLease, FileLease, Lease
 from retrieval.links import LinkSigner, load_secret
@@ -176,16 +177,34 @@ class Runtime:
     @cached_property
     def rewrite_model(self) -> LanguageModel:
         """The model that rewrites questions (FOOTNOTE_REWRITE): the answer model, or a packaged one
-        beside it (a question and its rewrite fit in 1,024 tokens). Beside it, it never drafts:
-        a rewrite is mostly new words, and drafting them from the prompt cost time (the 1.5B on
-        a 2-core AMD EPYC with AVX-512: 1.60 s p50 drafted, 0.95 s not); its weights' form is
-        then chosen by measurement without drafts."""
+        beside it (a question, its thread's earlier questions and the rewrite in 2,048 tokens; a
+        longer prompt is a ModelError, so that question is searched as asked). Beside it, it never
+        drafts: a rewrite is mostly new words, and drafting them from the prompt cost time (the
+        1.5B on a 2-core AMD EPYC with AVX-512: 1.60 s p50 drafted, 0.95 s not); its weights take
+        the form FOOTNOTE_LLM_WEIGHTS says (auto: measured without drafts)."""
         if self.rewrite_is_answer_model():
             return self.model
-        return self._load_model(None, None, self.settings.rewrite, 1024, prompt_lookup="off")
+        return self._load_model(None, None, self.settings.rewrite, 2048, prompt_lookup="off")
+
+    def _rewrite_model_once(self) -> LanguageModel:
+        """The rewrite model; a separate one that failed to load is not tried again on every
+        question (assembling and hashing the 1.5B takes seconds) but until the next start."""
+        failed = self.__dict__.get("_rewrite_failure")
+        if failed is not None:
+            raise failed
+        try:
+            return self.rewrite_model
+        except ModelError as exc:
+            if not self.rewrite_is_answer_model():
+                self.__dict__["_rewrite_failure"] = exc
+            raise
 
     def rewriter(self) -> Rewriter | None:
-        return None if self.settings.rewrite == "off" else Rewriter(lambda: self.rewrite_model)
+        s = self.settings
+        if s.rewrite == "off":
+            return None
+        # A rewrite adds at most a third of the answer deadline (and never more than 10 s) before the answer.
+        return Rewriter(self._rewrite_model_once, deadline_s=min(10.0, s.answer_deadline_s / 3))
 
     def model_reachable(self) -> bool:
         """For /healthz: a model server answers its model list; an in-process model is loadable."""

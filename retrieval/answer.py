@@ -25,7 +25,7 @@ from retrieval.gate import GateConfig, GateDecision, decide
 from retrieval.links import SignLink
 from retrieval.llm import LanguageModel, OnToken
 from retrieval.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
-from retrieval.rewrite import widen
+from retrieval.rewrite import Rewrite, widen
 from retrieval.search import Searcher, SearchResult
 from retrieval.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
 from retrieval.types import Hit
@@ -111,7 +111,7 @@ class AnswerService:
         deadline_s: float | None = None,  # None: the model's own deadline
         sign_link: SignLink | None = None,
         max_sentences: int = 2,
-        rewriter: Callable[[str], str | None] | None = None,
+        rewriter: Rewrite | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -155,7 +155,7 @@ class AnswerService:
             return Answer(refused=True, reason=reason, text="", citations=[], timings=timings, **base)  # type: ignore[arg-type]
 
         if self.rewriter is not None:
-            result, decision = self._rewritten(searcher, result, decision, context, folders, timings)
+            result, decision = self._rewritten(self.rewriter, searcher, result, decision, context, folders, timings)
         sources = decision.sources
         snap = searcher.snapshot
         sentences = number_sentences(sources, snap.sentence_rows_of)
@@ -200,6 +200,7 @@ class AnswerService:
 
     def _rewritten(
         self,
+        rewriter: Rewrite,
         searcher: Searcher,
         result: SearchResult,
         decision: GateDecision,
@@ -208,9 +209,8 @@ class AnswerService:
         timings: dict[str, float],
     ) -> tuple[SearchResult, GateDecision]:
         """After the gate let the question through: its sources, widened by a rewrite of it."""
-        assert self.rewriter is not None
         t = time.perf_counter()
-        rewritten = self.rewriter(result.query)
+        rewritten = rewriter(result.query, context)
         timings["rewrite"] = (time.perf_counter() - t) * 1000
         if not rewritten:
             return result, decision

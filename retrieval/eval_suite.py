@@ -36,7 +36,7 @@ from retrieval.evaluate import (
 from retrieval.extract import extractor_for
 from retrieval.gate import GateConfig, decide, gate_signal
 from retrieval.indexer import walk
-from retrieval.rewrite import widen
+from retrieval.rewrite import Rewrite, widen
 from retrieval.search import SearchConfig, Searcher, SearchResult, Snapshot
 from retrieval.store import StoredIndex
 from retrieval.types import Document
@@ -215,17 +215,22 @@ def rewrite_run(
     searcher: Searcher,
     results: Sequence[SearchResult],
     questions: Sequence[Question],
-    rewriter: Callable[[str], str | None],
+    rewriter: Rewrite,
+    destroyed: int,
 ) -> StrategyRun:
-    """The default's own results widened by each question's rewrite, as answers would be."""
-    widened = []
+    """The default's own results widened by each question's rewrite. Every question is
+    rewritten, also those the gate would refuse (answers never rewrite those), so that
+    recall is measured on the same questions as the default's."""
+    widened, rewritten = [], 0
     for r in results:
-        rewritten = rewriter(r.query)
-        widened.append(widen(searcher, r, rewritten) if rewritten else r)
+        text = rewriter(r.query, ())
+        rewritten += text is not None
+        widened.append(widen(searcher, r, text) if text else r)
     ranks = [needle_rank(r.hits, q.needle) for r, q in zip(widened, questions, strict=True)]
     cost = statistics.fmean(sum(len(passage(h.chunk)) for h in r.hits[:CONTEXT_K]) for r in widened)
-    label = "default + the question rewritten by a model, fused (RRF)"
-    return StrategyRun("rewrite", label, ranks, 0, cost, [q.style for q in questions])
+    # A rewrite model that failed for every question would otherwise look like "no gain".
+    label = f"default + the question rewritten by a model, fused (RRF); rewritten {rewritten}/{len(results)}"
+    return StrategyRun("rewrite", label, ranks, destroyed, cost, [q.style for q in questions])
 
 
 def refusal_sweep(
@@ -254,7 +259,7 @@ def run_eval(
     max_sources: int,
     default_label: str = "default",
     progress: Callable[[str], None] = lambda _msg: None,
-    rewriter: Callable[[str], str | None] | None = None,
+    rewriter: Rewrite | None = None,
 ) -> EvalReport:
     """Every strategy on the same questions, the paired tests, and the refusal sweep."""
     if not questions:
@@ -274,7 +279,7 @@ def run_eval(
     comparisons = list(COMPARISONS)
     if rewriter is not None:
         progress("the default with each question rewritten (FOOTNOTE_REWRITE)")
-        runs["rewrite"] = rewrite_run(default, default_results, questions, rewriter)
+        runs["rewrite"] = rewrite_run(default, default_results, questions, rewriter, runs["default"].destroyed)
         comparisons += [("rewrite", "default", 1), ("rewrite", "default", 4)]
     tests = []
     for a, b, k in comparisons:

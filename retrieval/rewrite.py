@@ -2,13 +2,15 @@
 
 People type "a BERT-style model" or "vLLM's paging memory trick" where the documents
 say "encoder" and "PagedAttention"; neither BM25 nor MiniLM bridges that. A language
-model that knows the field can: it rephrases the question "the way a textbook would",
+model that knows the field might: it rephrases the question "the way a textbook would",
 and the passages found for the question *with* its rewrite are fused (reciprocal rank)
-with those found for the question alone, so a rewrite adds passages without taking the
-question's own out of reach (its first ten are always among the fused twenty). Off by default: it costs one model call per answered
-question (~1 s with the 1.5B on 2 cores), and only a model that knows the field helps
-(on dev the 0.5B found no more ticket-style questions in the first four, the 1.5B 1 to 3 of 32;
-see the README).
+with those found for the question alone, so a rewrite adds passages beside the question's
+own instead of replacing them (a passage both searches find rises above either's). Off
+by default: it costs one model call per answered question (~1 s with the 1.5B on 2
+cores), and on dev neither packaged model is a measured gain (the 1.5B mostly
+paraphrases; see the README). In a thread, the model reads the thread's earlier
+questions too, so a follow-up ("and how fast must I acknowledge it?") is rewritten about
+its subject.
 
 The gate never sees the rewrite: it judges the question as asked, with the threshold
 calibrated for exactly that, and a refused question is never rewritten. A rewrite that
@@ -19,20 +21,24 @@ with the question alone.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from retrieval.errors import ModelError
+from retrieval.errors import FootnoteError
 from retrieval.llm import LanguageModel
 from retrieval.search import Searcher, SearchResult
 from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
 
+Rewrite = Callable[[str, Sequence[str]], str | None]  # (question, the thread's earlier questions) -> rewrite
+
 PROMPT = (
     "Rewrite this chat question the way a technical textbook would phrase it, using the precise technical "
-    "names for anything described informally. Reply with the rewritten question only.\n\nQuestion: {question}"
+    "names for anything described informally. Reply with the rewritten question only.\n\n{thread}Question: {question}"
 )
+THREAD = "Earlier questions in this conversation (for what the question refers to):\n{earlier}\n\n"
 RRF_K = 60  # the usual constant; on dev k from 1 to 60 gave the same recall@4 in both halves
 
 
@@ -44,23 +50,35 @@ class Rewriter:
         self.max_tokens = max_tokens
         self.deadline_s = deadline_s
 
-    def __call__(self, question: str) -> str | None:
-        messages = [{"role": "user", "content": PROMPT.format(question=" ".join(question.split()))}]
+    def __call__(self, question: str, context: Sequence[str] = ()) -> str | None:
+        """The rewrite of ``question``; ``context`` holds the thread's earlier questions, oldest first."""
+        earlier = "\n".join(f"- {' '.join(c.split())}" for c in context if c.strip())
+        thread = THREAD.format(earlier=earlier) if earlier else ""
+        prompt = PROMPT.format(thread=thread, question=" ".join(question.split()))
         try:
-            text = self._model().complete(messages, self.max_tokens, deadline_s=self.deadline_s)
-        except ModelError as exc:  # the rewrite is a bonus: the question alone still gets an answer
+            text = self._model().complete(
+                [{"role": "user", "content": prompt}], self.max_tokens, deadline_s=self.deadline_s
+            )
+        except FootnoteError as exc:  # the rewrite is a bonus: the question alone still gets an answer
             log.warning("query rewrite skipped: %s", exc)
             return None
         return cleaned(text, question)
 
 
+# The model sometimes announces its rewrite ('In a technical textbook, this question could be
+# rephrased as: "…"'): the announcement's words are not the question's, so only what follows counts.
+_PREAMBLE = re.compile(r"^[^:]{0,160}\b(?:rephrase|rewrit|phrased|textbook)[^:]*:\s*(\S.*)$", re.IGNORECASE)
+
+
 def cleaned(text: str, question: str) -> str | None:
-    """The rewrite's first line without a "Question:" label or quotes; None if it adds nothing."""
+    """The rewrite's first line without a label, an announcement or quotes; None if it adds nothing."""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if m := _PREAMBLE.match(line):
+        line = m.group(1)
     for label in ("Rewritten question:", "Question:"):
         if line.lower().startswith(label.lower()):
             line = line[len(label) :].strip()
-    line = line.strip("\"'“”` ")
+    line = line.strip('"“”` ')  # not "'": a rewrite may end in a plural possessive
     if not line or " ".join(line.lower().split()) == " ".join(question.lower().split()):
         return None
     return line
@@ -89,6 +107,8 @@ def widen(
 ) -> SearchResult:
     """``result`` (the question's own search) with the passages found for question + rewrite fused in.
 
-    Everything the gate reads (distances, coverage) stays the question's own."""
-    second = searcher.search(result.query, k=k, context=(*context, rewritten), folders=folders)
+    Everything the gate reads (distances, coverage) stays the question's own. The rewrite
+    goes after the question: the embedder keeps the first 256 word pieces, and the thread's
+    context is sized so that the question itself is never what is cut."""
+    second = searcher.search(f"{result.query} {rewritten}", k=k, context=context, folders=folders)
     return replace(result, hits=fuse_hits(result.hits, second.hits, k))

