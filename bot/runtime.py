@@ -77,6 +77,7 @@ class Runtime:
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
+        self._rewrite_failure: ModelError | None = None  # a separate rewrite model that would not load
         if embedder is not None:
             self.__dict__["embedder"] = embedder  # what the cached property would have loaded
 
@@ -189,14 +190,13 @@ class Runtime:
     def _rewrite_model_once(self) -> LanguageModel:
         """The rewrite model; a separate one that failed to load is not tried again on every
         question (assembling and hashing the 1.5B takes seconds) but until the next start."""
-        failed = self.__dict__.get("_rewrite_failure")
-        if failed is not None:
-            raise failed
+        if self._rewrite_failure is not None:
+            raise self._rewrite_failure
         try:
             return self.rewrite_model
         except ModelError as exc:
             if not self.rewrite_is_answer_model():
-                self.__dict__["_rewrite_failure"] = exc
+                self._rewrite_failure = exc
             raise
 
     def rewriter(self) -> Rewriter | None:

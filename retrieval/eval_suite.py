@@ -205,10 +205,17 @@ def run_strategy(
     name: str, label: str, searcher: Searcher, questions: Sequence[Question], k: int = 20
 ) -> tuple[StrategyRun, list[SearchResult]]:
     results = [searcher.search(q.question, k=k) for q in questions]
-    ranks = [needle_rank(r.hits, q.needle) for r, q in zip(results, questions, strict=True)]
     lost = destroyed(searcher.snapshot.chunks, [q.needle for q in questions])
+    return scored(name, label, results, questions, len(lost)), results
+
+
+def scored(
+    name: str, label: str, results: Sequence[SearchResult], questions: Sequence[Question], lost: int
+) -> StrategyRun:
+    """A strategy's results, ranked against each question's needle."""
+    ranks = [needle_rank(r.hits, q.needle) for r, q in zip(results, questions, strict=True)]
     cost = statistics.fmean(sum(len(passage(h.chunk)) for h in r.hits[:CONTEXT_K]) for r in results) if results else 0.0
-    return StrategyRun(name, label, ranks, len(lost), cost, [q.style for q in questions]), results
+    return StrategyRun(name, label, ranks, lost, cost, [q.style for q in questions])
 
 
 def rewrite_run(
@@ -226,11 +233,9 @@ def rewrite_run(
         text = rewriter(r.query, ())
         rewritten += text is not None
         widened.append(widen(searcher, r, text) if text else r)
-    ranks = [needle_rank(r.hits, q.needle) for r, q in zip(widened, questions, strict=True)]
-    cost = statistics.fmean(sum(len(passage(h.chunk)) for h in r.hits[:CONTEXT_K]) for r in widened)
     # A rewrite model that failed for every question would otherwise look like "no gain".
     label = f"default + the question rewritten by a model, fused (RRF); rewritten {rewritten}/{len(results)}"
-    return StrategyRun("rewrite", label, ranks, destroyed, cost, [q.style for q in questions])
+    return scored("rewrite", label, widened, questions, destroyed)
 
 
 def refusal_sweep(

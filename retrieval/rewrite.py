@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from retrieval.errors import FootnoteError
 from retrieval.llm import LanguageModel
-from retrieval.search import Searcher, SearchResult
+from retrieval.search import Searcher, SearchResult, reciprocal_rank
 from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
@@ -86,12 +86,10 @@ def cleaned(text: str, question: str) -> str | None:
 
 def fuse_hits(first: Sequence[Hit], second: Sequence[Hit], k: int, rrf_k: int = RRF_K) -> list[Hit]:
     """Reciprocal-rank fusion of two rankings of the same index; a passage keeps its first ``Hit``."""
-    score: dict[str, float] = {}
+    score = reciprocal_rank(([h.chunk.id for h in first], [h.chunk.id for h in second]), rrf_k)
     hit: dict[str, Hit] = {}
-    for ranking in (first, second):
-        for rank, h in enumerate(ranking):
-            score[h.chunk.id] = score.get(h.chunk.id, 0.0) + 1.0 / (rrf_k + rank + 1)
-            hit.setdefault(h.chunk.id, h)
+    for h in (*first, *second):
+        hit.setdefault(h.chunk.id, h)
     # Ties (a passage at rank r in one list, another at rank r in the other) keep the question's own order.
     order = sorted(score, key=lambda cid: -score[cid])
     return [replace(hit[cid], score=score[cid]) for cid in order[:k]]

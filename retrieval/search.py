@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from retrieval.store import StoredIndex
 from retrieval.types import Chunk, Hit
 
 FUSIONS = ("weighted", "rrf", "dense", "bm25")
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,15 @@ class SearchResult:
     best_sentence_distance: float | None = None
 
 
+def reciprocal_rank(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
+    """Reciprocal-rank fusion: each item's sum of 1 / (k + rank) over the rankings, in first-seen order."""
+    scores: dict[K, float] = {}
+    for ranking in rankings:
+        for r, item in enumerate(ranking):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + r + 1)
+    return scores
+
+
 class Searcher:
     """Ranks one snapshot's chunks for questions; holds no mutable state, so threads may share it."""
 
@@ -241,10 +252,7 @@ class Searcher:
             order = [int(i) for i in bm_top]
             scores = {i: float(bm[i]) for i in order}
         elif fusion == "rrf":
-            scores = {}
-            for ranking in (dense, [int(i) for i in bm_top]):
-                for r, i in enumerate(ranking):
-                    scores[i] = scores.get(i, 0.0) + 1.0 / (self.cfg.rrf_k + r + 1)
+            scores = reciprocal_rank((dense, [int(i) for i in bm_top]), self.cfg.rrf_k)
             order = sorted(scores, key=lambda i: -scores[i])
         elif fusion == "weighted":
             best_bm = float(bm.max()) if len(bm) and bm.max() > 0 else 1.0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from retrieval.engine import Engine
 from retrieval.evaluate import needle_rank, recall_at
 from retrieval.gate import GateConfig, gate_signal
-from retrieval.search import SearchConfig, Searcher
+from retrieval.search import SearchConfig, Searcher, reciprocal_rank
 from tests.conftest import DEV, read_jsonl
 
 
@@ -38,3 +40,10 @@ def test_context_from_a_thread_steers_a_follow_up(dev_engine: Engine) -> None:
     s = dev_engine.searcher()
     follow = s.search("and how much memory does it save?", k=1, context=["What is LoRA?"]).hits[0]
     assert "LoRA" in follow.chunk.doc_title
+
+
+def test_reciprocal_rank_sums_one_over_k_plus_rank_by_hand() -> None:
+    scores = reciprocal_rank((["a", "b", "c"], ["c", "d"]), k=60)
+    assert scores == pytest.approx({"a": 1 / 61, "b": 1 / 62, "c": 1 / 63 + 1 / 61, "d": 1 / 62})
+    assert list(scores) == ["a", "b", "c", "d"]  # first seen first: ties keep the first ranking's order
+    assert max(scores, key=scores.__getitem__) == "c"
