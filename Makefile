@@ -18,19 +18,21 @@ demo: install
 	$(BIN)/footnote index examples/docs
 	$(BIN)/footnote ask "How fast do I have to acknowledge a SEV1 page?"
 
-test: install system-deps
+test: install system-deps lint
 	$(BIN)/python -m pytest
 
+# ruff (style), mypy (types: pyproject's [tool.mypy]); the import graph is checked by tests/test_architecture.py.
 lint:
-	$(BIN)/ruff check bot retrieval config bench tests
-	$(BIN)/ruff format --check bot retrieval config bench tests
+	$(BIN)/ruff check bot retrieval config bench testkit tests training
+	$(BIN)/ruff format --check bot retrieval config bench testkit tests training
+	$(BIN)/mypy
 
 # The dev set lives beside the repo in our workspace; point EVAL at your own.
 EVAL ?= ../shared/eval/dev
 
-# The benchmarks live in bench/ (tooling: not in the wheel); `footnote bench` finds them in this checkout.
+# The benchmarks live in bench/ (tooling: not in the wheel), run from this checkout.
 bench:
-	$(BIN)/footnote bench --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl
+	$(BIN)/python -m bench --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl
 
 eval:
 	$(BIN)/footnote eval --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl --ood $(EVAL)/ood.jsonl

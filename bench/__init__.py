@@ -1,4 +1,5 @@
-"""``footnote bench`` (or ``python -m bench``): figures for throughput, per-stage latency, memory and growth.
+"""``python -m bench`` (or ``make bench``, ``footnote bench`` in a checkout): figures for throughput,
+per-stage latency, memory and growth.
 
 Tooling, not product: this package lives at the repository's top level and is not
 installed with the wheel. Figures only, never a pass/fail. Runs on a temporary copy of the index so the
@@ -18,19 +19,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-# isort: off
-import retrieval  # noqa: F401  (first: it puts numpy's BLAS on one thread, as in serving)
 import numpy as np
 
-# isort: on
-
-from bot.runtime import Runtime
+from bot.builder import Builder, build_slack_bot
 from config.settings import Settings
-from retrieval.cpu import cpu_info
-from retrieval.gate import decide
-from retrieval.model_files import seed_models
-from retrieval.search import Searcher, Snapshot
-from retrieval.store import StoredIndex
+from retrieval.index import Snapshot, StoredIndex
+from retrieval.models import cpu_info, seed_models
+from retrieval.search import Searcher, decide
 from retrieval.types import Chunk
 
 Echo = Callable[[str], None]
@@ -78,7 +73,7 @@ def bench(
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="footnote-bench-") as tmp:
         seeded = seed_models(settings.data_dir / "models", Path(tmp) / "models")
-        rt = Runtime(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
+        rt = Builder(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
         t = time.perf_counter()
         rt.embedder.embed(["warm up"])  # the question runtime
         rt.embedder.embed(["warm up"] * 8)  # the batch runtime, when it is another
@@ -130,7 +125,7 @@ def _sync_figures(settings: Settings, docs_dir: Path, generated: int) -> list[st
         docs = Path(tmp) / "docs"
         shutil.copytree(docs_dir, docs)
         seed_models(settings.data_dir / "models", Path(tmp) / "data" / "models")
-        rt = Runtime(settings.model_copy(update={"docs_dir": docs, "data_dir": Path(tmp) / "data"}))
+        rt = Builder(settings.model_copy(update={"docs_dir": docs, "data_dir": Path(tmp) / "data"}))
         rt.engine.sync()
         lines.append(f"  no-change sync         {rt.engine.sync().seconds:.2f} s")
         files = sorted(p for p in docs.rglob("*") if p.is_file() and not p.name.startswith("."))
@@ -174,7 +169,7 @@ def _questions_from(chunks: Sequence[Chunk], n: int = 20) -> list[str]:
     return seen[:n]
 
 
-def _query_stages(searcher: Searcher, qs: Sequence[str], rt: Runtime) -> dict[str, list[float]]:
+def _query_stages(searcher: Searcher, qs: Sequence[str], rt: Builder) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {}
     for q in qs:
         res = searcher.search(q, k=20)
@@ -186,7 +181,7 @@ def _query_stages(searcher: Searcher, qs: Sequence[str], rt: Runtime) -> dict[st
     return samples
 
 
-def _answer_lines(rt: Runtime, qs: Sequence[str]) -> list[str]:
+def _answer_lines(rt: Builder, qs: Sequence[str]) -> list[str]:
     samples: dict[str, list[float]] = {}
     refused = 0
     for q in qs:
@@ -201,17 +196,16 @@ def _answer_lines(rt: Runtime, qs: Sequence[str]) -> list[str]:
     return lines
 
 
-def _slack_lines(rt: Runtime, qs: Sequence[str], tmp: Path) -> list[str]:
+def _slack_lines(rt: Builder, qs: Sequence[str], tmp: Path) -> list[str]:
     """Signed request in -> first visible sign of work (the placeholder) -> final answer."""
     import json
 
     from bot.http_server import make_server, serve_in_thread
-    from bot.slack_app import SlackBot
-    from tests.fake_slack import FakeSlack, signed_post
+    from testkit.slack import FakeSlack, signed_post
 
     secret = "bench-secret"
     fake = FakeSlack()
-    bot = SlackBot(rt.answers, "xoxb-bench", secret, tmp / "slack", api_url=fake.url)
+    bot = build_slack_bot(rt.answers, "xoxb-bench", secret, tmp / "slack", api_url=fake.url)
     server = make_server(bot.app, "127.0.0.1", 0, lambda: {"ok": True})
     serve_in_thread(server)
     url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
@@ -220,9 +214,12 @@ def _slack_lines(rt: Runtime, qs: Sequence[str], tmp: Path) -> list[str]:
         for i, q in enumerate(qs):
             ts = f"9000.{i:04d}"
             event = {
-                "type": "event_callback", "event_id": f"EvBench{i}", "team_id": "T1", "api_app_id": "A1",
+                "type": "event_callback",
+                "event_id": f"EvBench{i}",
+                "team_id": "T1",
+                "api_app_id": "A1",
                 "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {q}", "ts": ts, "channel": "C1"},
-            }  # fmt: skip
+            }
             t0 = time.monotonic()
             signed_post(url, json.dumps(event), "application/json", secret)
             samples.setdefault("ack (HTTP 200)", []).append((time.monotonic() - t0) * 1000)
@@ -239,7 +236,7 @@ def _slack_lines(rt: Runtime, qs: Sequence[str], tmp: Path) -> list[str]:
     return _stage_lines(samples, ("ack (HTTP 200)", "first visible sign", "final answer"))
 
 
-def _synthetic(rt: Runtime, n: int, seed: int = 7) -> list[str]:
+def _synthetic(rt: Builder, n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(20_000)] + [
         "access",

@@ -1,10 +1,54 @@
-"""``python -m bench [OPTIONS]`` from the repository root: the same as ``footnote bench``."""
+"""``python -m bench [OPTIONS]`` from the repository root (``make bench``; ``footnote bench`` in a checkout)."""
 
 from __future__ import annotations
 
-import sys
+import json
+from pathlib import Path
 
-from bot.cli import main
+import click
+
+from bench import bench
+from config.settings import load_settings
+
+
+def _questions(path: Path) -> list[str]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [str(r["question"]) for r in rows]
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--docs",
+    "docs_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Documents to index [default FOOTNOTE_DOCS_DIR].",
+)
+@click.option(
+    "--questions",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON lines with a "question" field (default: section titles).',
+)
+@click.option(
+    "--answers", default=10, show_default=True, help="Questions to answer with the model (0 = skip the model)."
+)
+@click.option(
+    "--synthetic", default=100_000, show_default=True, help="Chunks in the synthetic growth index (0 = skip)."
+)
+@click.option("--generated", default=0, show_default=True, help="Also time a sync of this many generated documents.")
+@click.option("--slack", default=10, show_default=True, help="Questions sent through the Bolt app (0 = skip).")
+def main(
+    docs_dir: Path | None, questions: Path | None, answers: int, synthetic: int, generated: int, slack: int
+) -> None:
+    """Print throughput, per-stage latency (p50/p95), answer time and peak memory, with the CPU.
+
+    Indexes DOCS into a temporary directory (the live index is not touched), times
+    every query stage and the model, then the same retrieval on a synthetic index
+    to show how cost grows. Figures only; it never passes or fails.
+    """
+    settings = load_settings()
+    qs = _questions(questions) if questions else []
+    bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated, slack)
+
 
 if __name__ == "__main__":
-    main(["bench", *sys.argv[1:]], prog_name="python -m")  # usage reads "python -m bench [OPTIONS]"
+    main(prog_name="python -m bench")

@@ -5,7 +5,7 @@
 For every answerable question that passes the gate, the gate's source sentences are
 the candidates and the one holding the verbatim needle is the target. A listwise
 logistic model (softmax over one question's candidates) is fitted on
-:func:`retrieval.evidence.sentence_features`. The documents are split into two halves
+:func:`retrieval.answer.evidence.sentence_features`. The documents are split into two halves
 (alternating by name); weights fitted on one half rank the other, both ways, and the
 report compares how often the answering sentence comes first (and among the first
 four) with the weights in use. The full-set weights are printed in cosine units, the
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.runtime import Runtime
+from bot.builder import Builder
 from config.settings import load_settings
-from retrieval.answer_eval import normalise
-from retrieval.evidence import FEATURES, RELEVANCE_WEIGHTS, number_sentences, question_weights, sentence_features
-from retrieval.gate import decide
+from retrieval.answer.evidence import FEATURES, RELEVANCE_WEIGHTS, number_sentences, question_weights, sentence_features
+from retrieval.evaluation import normalise
+from retrieval.search import decide
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Group:
     y: np.ndarray
 
 
-def collect(runtime: Runtime, questions: Sequence[dict[str, str]]) -> list[Group]:
+def collect(runtime: Builder, questions: Sequence[dict[str, str]]) -> list[Group]:
     searcher = runtime.engine.searcher()
     snap = searcher.snapshot
     groups = []
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--questions", type=Path, required=True, help="JSONL with question, needle and doc")
     ap.add_argument("--data-dir", type=Path, default=Path(".footnote-bench"), help="index to use or build")
     args = ap.parse_args(argv)
-    runtime = Runtime(load_settings(data_dir=args.data_dir, docs_dir=args.docs))
+    runtime = Builder(load_settings(data_dir=args.data_dir, docs_dir=args.docs))
     runtime.engine.sync()
     questions = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
     groups = collect(runtime, questions)

@@ -2,10 +2,10 @@
 
 Slack retries a delivery it thinks failed, and with several replicas the retry may land
 on another one. :class:`FirstDelivery` answers "is this the first time?": a bounded
-local memory first, then (with a shared Chroma server) a claim every replica sees.
-An id is remembered locally only once the shared claim has answered; when the claim
-store itself fails, the event is answered rather than dropped (a rare double answer
-beats a silent question).
+local memory first, then (with a shared index) a claim every replica sees. An id is
+remembered locally only once the shared claim has answered; when the claim store itself
+fails, the event is answered rather than dropped (a rare double answer beats a silent
+question).
 """
 
 from __future__ import annotations
@@ -16,33 +16,29 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from retrieval.lease import take_record as take
-from retrieval.store import ChromaStore
+from retrieval.index import SharedRecords
 
 log = logging.getLogger("footnote.slack")
 
-CLAIMS = "footnote_claims"  # the Chroma collection every replica shares
+CLAIMS = "footnote_claims"  # the shared records every replica claims events in
 
 
-class ChromaClaims:
-    """First-come claims on keys (Slack event ids) shared by every replica.
+class SharedClaims:
+    """First-come claims on keys (Slack event ids) shared by every replica: only the
+    replica whose claim is stored handles the event."""
 
-    ``claim`` adds the key with this replica as owner (``add`` never overwrites) and
-    reads it back: only the replica whose owner id comes back handles the event.
-    """
-
-    def __init__(self, store: ChromaStore, owner: str, keep_s: float = 86_400.0) -> None:
-        self._c = store.collection(CLAIMS)
+    def __init__(self, records: SharedRecords, owner: str, keep_s: float = 86_400.0) -> None:
+        self._r = records
         self.owner = owner
         self.keep_s = keep_s
         self._n = 0
 
     def claim(self, key: str) -> bool:
         now = time.time()
-        mine = take(self._c, key, self.owner, at=now)
+        mine = self._r.put_if_absent(key, {"owner": self.owner, "at": now})
         self._n += 1
         if self._n % 500 == 0:  # Slack retries within minutes; old claims only take space
-            self._c.delete(where={"at": {"$lt": now - self.keep_s}})
+            self._r.delete_older_than("at", now - self.keep_s)
         return mine
 
 

@@ -11,38 +11,39 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import click
 from pydantic import ValidationError
 
-from bot.runtime import Runtime
+from bot.builder import Builder
+from bot.gate_status import gate_json, gate_text
 from config.settings import Settings, load_settings
 from retrieval.errors import FootnoteError
-from retrieval.manifest import DocRecord, totals
-
-if TYPE_CHECKING:
-    from retrieval.embed import Embedder
+from retrieval.index import DocRecord, totals
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _friendly(fn: F) -> F:
+def _friendly(fn: Callable[P, R]) -> Callable[P, R]:
     """Translate core errors into a clear message and a non-zero exit."""
 
     @wraps(fn)
-    def inner(*args: Any, **kwargs: Any) -> Any:
+    def inner(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except FootnoteError as exc:
             click.secho(f"footnote: {exc}", fg="red", err=True)
             sys.exit(1)
 
-    return inner  # type: ignore[return-value]
+    return inner
 
 
 def settings_errors(exc: ValidationError) -> list[str]:
@@ -85,7 +86,7 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
         sys.exit(2)
 
 
-class _StderrUnlessConfigured(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrUnlessConfigured(logging.StreamHandler):
     """Writes to the current stderr, and only while the root logger has no handler of its
     own (`serve` configures one, pytest adds one): those get the record by propagation."""
 
@@ -109,14 +110,14 @@ def _say_one_time_work() -> None:
 
 
 def _reindex_option(fn: F) -> F:
-    return click.option(  # type: ignore[return-value]
+    return click.option(
         "--reindex-from",
         type=click.Path(file_okay=False, path_type=Path),
         help="Rebuild the index from this folder, replacing the one it was built from.",
     )(fn)
 
 
-def _claim_folder(rt: Runtime, reindex: bool) -> None:
+def _claim_folder(rt: Builder, reindex: bool) -> None:
     """An index belongs to one docs folder: another one is refused unless --reindex-from said so."""
     if reindex:
         rt.engine.adopt_folder()
@@ -147,7 +148,7 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
     refused unless given as --reindex-from.
     """
     settings = _folder_settings(settings, docs_dir, reindex_from)
-    rt = Runtime(settings)
+    rt = Builder(settings)
     _claim_folder(rt, reindex_from is not None)
     report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
     click.echo(
@@ -183,38 +184,27 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     than the current settings are shown as stale (nothing is written: the next
     sync marks and rebuilds them). Files the sync skips are listed with the reason.
     """
-    from retrieval.embed import describe_cached_choice
-    from retrieval.llm_lookup import describe_cached_lookup
-    from retrieval.llm_weights import describe_cached_weights
+    from retrieval.models import measurements
 
-    rt = Runtime(settings)
+    rt = Builder(settings)
     engine = rt.engine
     if not engine.manifest.all():
         click.echo(f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first.")
         return
     recs = engine.records()
     docs = [r.as_json() for r in recs.values()]
+    measured = measurements(settings.data_dir / "models")
     skipped = engine.indexer.skipped()
     if as_json:
         out = {
             "documents": docs,
             "totals": totals(recs.values()),
             "skipped": skipped,
-            "gate": _gate_json(rt, calibrate),
+            "gate": gate_json(rt, calibrate, click.echo),
+            "docs_folder": engine.manifest.docs_folder(),
+            **measured,
         }
-        runtime = describe_cached_choice(settings.data_dir / "models")
-        click.echo(
-            json.dumps(
-                {
-                    **out,
-                    "docs_folder": engine.manifest.docs_folder(),
-                    "embedding_runtime": runtime,
-                    "llm_weights": describe_cached_weights(settings.data_dir / "models"),
-                    "llm_prompt_lookup": describe_cached_lookup(settings.data_dir / "models"),
-                },
-                indent=2,
-            )
-        )
+        click.echo(json.dumps(out, indent=2))
         return
     for d in docs:
         line = f"{d['state']:8} {d['chunks']:5} chunks  {d['path']}"
@@ -227,47 +217,11 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     if built_from is not None and built_from != str(engine.docs_folder()):
         click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")
     _print_totals(recs)
-    click.echo(f"Embedding runtime: {describe_cached_choice(settings.data_dir / 'models')}")
+    click.echo(f"Embedding runtime: {measured['embedding_runtime']}")
     if not settings.llm_url:
-        click.echo(f"Language model weights: {describe_cached_weights(settings.data_dir / 'models')}")
-        click.echo(f"Prompt lookup: {describe_cached_lookup(settings.data_dir / 'models')}")
-    click.echo(_gate_text(rt, calibrate))
-
-
-def _calibration(rt: Runtime, compute: bool) -> Any:
-    """The calibration of the current index (computed now if asked and missing), or None."""
-    if rt.settings.gate_threshold is not None:
-        return None
-    cal = rt.calibrator.current()
-    if cal is None and compute:
-        click.echo("Calibrating the gate on this index …", err=True)
-        cal = rt.calibrator.ensure()
-    return cal
-
-
-def _gate_text(rt: Runtime, compute: bool) -> str:
-    from retrieval.calibrate import format_calibration
-    from retrieval.gate import DEFAULT_THRESHOLD
-
-    s = rt.settings
-    if s.gate_threshold is not None:
-        return f"Gate: fixed threshold {s.gate_threshold:.3f} (FOOTNOTE_GATE_THRESHOLD); self-calibration is off."
-    cal = _calibration(rt, compute)
-    if cal is not None:
-        return format_calibration(cal)
-    last = rt.calibrator.latest()
-    default = f"{DEFAULT_THRESHOLD:.2f} (the uncalibrated default)"
-    using = f"{last.threshold:.3f} from an earlier index" if last else default
-    return f"Gate: not calibrated for this index yet (`footnote serve` does it after a sync, or `footnote status --calibrate`); using {using}."
-
-
-def _gate_json(rt: Runtime, compute: bool) -> dict[str, Any]:
-    cal = _calibration(rt, compute)
-    return {
-        "threshold": rt.gate_config().current().threshold,
-        "explicit": rt.settings.gate_threshold is not None,
-        "calibration": {k: v for k, v in cal.as_json().items() if k != "signals"} if cal else None,
-    }
+        click.echo(f"Language model weights: {measured['llm_weights']}")
+        click.echo(f"Prompt lookup: {measured['llm_prompt_lookup']}")
+    click.echo(gate_text(rt, calibrate, click.echo))
 
 
 @main.command()
@@ -282,7 +236,7 @@ def retry(settings: Settings, paths: tuple[str, ...], reindex_from: Path | None)
     searchable without waiting for the schedule. With --reindex-from, the whole
     index is rebuilt from that folder instead.
     """
-    rt = Runtime(_folder_settings(settings, None, reindex_from))
+    rt = Builder(_folder_settings(settings, None, reindex_from))
     engine = rt.engine
     _claim_folder(rt, reindex_from is not None)
     if reindex_from is not None:
@@ -333,15 +287,15 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
 
     Shows whether the gate would let the question through to an answer.
     """
-    from retrieval.citations import locator_for
-    from retrieval.gate import decide
+    from retrieval.answer import locator_for
+    from retrieval.search import decide
 
-    rt = Runtime(settings)
+    rt = Builder(settings)
     searcher = rt.engine.searcher()
     for q in _questions(question, from_file):
         res = searcher.search(q, k=k)
         gate = decide(res, rt.gate_config(), settings.max_sources)
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "rank": i + 1,
                 "locator": locator_for(h)[0],
@@ -389,20 +343,20 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
     """
     from bot.render import answer_json, answer_text
 
-    rt = Runtime(settings)
+    rt = Builder(settings)
     for q in _questions(question, from_file):
         result = rt.answers.answer(q)
         click.echo(json.dumps(answer_json(result)) if as_json else answer_text(result) + "\n")
 
 
 def _docs_option(help_text: str) -> Callable[[F], F]:
-    return click.option(  # type: ignore[return-value]
+    return click.option(
         "--docs", "docs_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help=help_text
     )
 
 
 def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
-    from retrieval.eval_suite import Question
+    from retrieval.evaluation import Question
 
     rows = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -438,13 +392,16 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     help="Write recall and refusal-sweep PNGs here.",
 )
 @click.option(
-    "--answers", "with_answers", is_flag=True,
+    "--answers",
+    "with_answers",
+    is_flag=True,
     help="Also ask every question through the model: citations, evidence hits, bluffs, answer time (slow).",
-)  # fmt: skip
+)
 @click.option(
-    "--compare-answers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    "--compare-answers",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A previous --json output: paired sign tests of its answers against this run's.",
-)  # fmt: skip
+)
 @click.option(
     "--cv",
     is_flag=True,
@@ -459,7 +416,18 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
 )
 @click.pass_obj
 @_friendly
-def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Path | None, json_out: Path | None, plots_dir: Path | None, with_answers: bool, compare_answers: Path | None, cv: bool, cv_seeds: int) -> None:  # fmt: skip
+def eval_cmd(
+    settings: Settings,
+    docs_dir: Path | None,
+    questions: Path,
+    ood: Path | None,
+    json_out: Path | None,
+    plots_dir: Path | None,
+    with_answers: bool,
+    compare_answers: Path | None,
+    cv: bool,
+    cv_seeds: int,
+) -> None:
     """Measure retrieval and refusals on your own documents (and, with --answers, the answers).
 
     Each question's NEEDLE is a sentence copied verbatim from the document that
@@ -474,171 +442,58 @@ def eval_cmd(settings: Settings, docs_dir: Path | None, questions: Path, ood: Pa
     remembered in DATA_DIR/eval-cache (by model and text hash), so the next eval
     embeds only what changed.
     """
-    import tempfile
-
-    from bot.eval_report import format_answers, format_eval, write_plots
-    from retrieval.eval_suite import load_documents, run_eval
-    from retrieval.model_files import seed_models
-    from retrieval.vector_cache import CachingEmbedder
+    from bot.evaluate import evaluate
+    from retrieval.evaluation import format_answers, format_cv, format_eval, write_plots
 
     if plots_dir is not None and importlib.util.find_spec("matplotlib") is None:
         raise click.ClickException("--plots needs matplotlib, an optional extra: pip install 'footnote[plots]'")
     qs = _read_questions(questions, needs_needle=True)
     oods = _read_questions(ood, needs_needle=False) if ood else []
-    docs_dir = (docs_dir or settings.docs_dir).resolve()
-    with tempfile.TemporaryDirectory(prefix="footnote-eval-") as tmp:
-        # A private index, whatever DOCS is: evaluating never syncs (or marks) the live one.
-        # Its models are the live ones (the runtime choices made here, not measured again).
-        seed_models(settings.data_dir / "models", Path(tmp) / "models")
-        live_data = settings.data_dir
-        settings = settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp), "chroma_url": None})
-        # Every text embedded once and remembered (in the live data dir, beside the index, never in
-        # it) for the next eval: an unchanged corpus is evaluated again without embedding anything.
-        vectors = CachingEmbedder(Runtime(settings).embedder, live_data / "eval-cache")
-        rt = Runtime(settings, vectors)
-        click.echo(f"Indexing {docs_dir} …", err=True)
-        rt.engine.sync(progress=sys.stderr.isatty())
-        cal = _calibration(rt, compute=True)
-        report = run_eval(
-            rt.engine.searcher(),
-            load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr),
-            qs,
-            oods,
-            rt.embedder,
-            target=settings.chunk_size,
-            gate=rt.gate_config().current(),
-            max_sources=settings.max_sources,
-            default_label=f"default: {settings.fusion} fusion + {_reranker_label(settings)} rerank",
-            progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True),
-            rewriter=rt.rewriter(),
-        )
-        answers = _eval_answers(rt, qs, oods, compare_answers) if with_answers else None
-        gate_text = _gate_text(rt, compute=False)  # while the index exists
-        folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors, cv_seeds) if cv else []
-        vectors.save()
-    click.echo(format_eval(report))
-    click.echo("\n" + gate_text)
-    out = report.as_json()
-    out["calibration"] = cal.as_json() if cal else None
-    if folds:
-        from retrieval.calibrate import format_cv
-
-        click.echo("\n" + format_cv(folds))
-        out["cross_validation"] = [f.as_json() for f in folds]
-    if answers is not None:
-        click.echo(format_answers(answers))
-        out["answers"] = answers
+    result = evaluate(
+        settings,
+        (docs_dir or settings.docs_dir).resolve(),
+        qs,
+        oods,
+        with_answers=with_answers,
+        compare_to=compare_answers,
+        cv_seeds=cv_seeds if cv else 0,
+        progress=lambda msg: click.echo(f"Evaluating: {msg} …", err=True),
+        indexing=sys.stderr.isatty(),
+    )
+    click.echo(format_eval(result.report))
+    click.echo("\n" + result.gate_text)
+    if result.folds:
+        click.echo("\n" + format_cv(result.folds))
+    if result.answers is not None:
+        click.echo(format_answers(result.answers))
     if json_out is not None:
-        json_out.write_text(json.dumps(out, indent=2), encoding="utf-8")
+        json_out.write_text(json.dumps(result.as_json(), indent=2), encoding="utf-8")
         click.echo(f"Wrote {json_out}")
     if plots_dir is not None:
-        for png in write_plots(report, plots_dir):
+        for png in write_plots(result.report, plots_dir):
             click.echo(f"Wrote {png}")
 
 
-def _cross_validation(
-    settings: Settings, docs_dir: Path, qs: list[Any], oods: list[Any], tmp: Path, embedder: Embedder, seeds: int = 1
-) -> list[Any]:
-    """Index each half of DOCS on its own and cross-validate the gate between them."""
-    import shutil
-
-    from retrieval.calibrate import Half, cross_validate, document_of, halves_by_document
-    from retrieval.eval_suite import load_documents
-
-    docs = load_documents(docs_dir, int(settings.max_file_mb * 1_000_000), settings.ignore_globs(), settings.ocr)
-    owner = {q.question: document_of(q.needle, docs) for q in qs}
-    halves, rt = [], None
-    for i, paths in enumerate(halves_by_document([d.path for d in docs])):
-        folder = tmp / f"half-{i + 1}"
-        for p in paths:
-            (folder / "docs" / p).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(docs_dir / p, folder / "docs" / p)
-        rt = Runtime(settings.model_copy(update={"docs_dir": folder / "docs", "data_dir": folder / "data"}), embedder)
-        click.echo(f"Cross-validation: indexing half {i + 1} ({len(paths)} documents) …", err=True)
-        rt.engine.sync()
-        mine = [q.question for q in qs if owner[q.question] in paths]
-        name = f"half {i + 1} ({len(paths)} docs, {len(mine)} questions)"
-        halves.append(Half(name, rt.engine.searcher(), mine, [o.question for o in oods[i::2]]))
-    click.echo("Cross-validation: probing and scoring both halves …", err=True)
-    if rt is None:
-        return []
-    cfg = rt.calibration_config()
-    return cross_validate(halves, cfg, seeds=[cfg.seed + i for i in range(seeds)])
-
-
-def _eval_answers(rt: Runtime, qs: list[Any], oods: list[Any], compare_to: Path | None) -> dict[str, Any]:
-    """Every question through the real answer service; optionally paired against an earlier run."""
-    from retrieval.answer_eval import compare, rows_from_json, rows_json, run_answers, summarise
-
-    rows = run_answers(rt.answers, qs, oods, progress=lambda msg: click.echo(f"Evaluating {msg} …", err=True))
-    result: dict[str, Any] = {"model": rt.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
-    if compare_to is not None:
-        old = json.loads(compare_to.read_text(encoding="utf-8")).get("answers", {}).get("rows")
-        if not old:
-            raise click.ClickException(f"{compare_to} has no answers: run the earlier eval with --answers --json")
-        before = rows_from_json(old)
-        result["paired"] = [compare(rows, before, m) for m in ("evidence_hit", "cited", "answered")]
-    return result
-
-
-@main.command()
-@_docs_option("Documents to index [default FOOTNOTE_DOCS_DIR].")
-@click.option(
-    "--questions",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='JSON lines with a "question" field (default: section titles).',
-)
-@click.option(
-    "--answers", default=10, show_default=True, help="Questions to answer with the model (0 = skip the model)."
-)
-@click.option(
-    "--synthetic", default=100_000, show_default=True, help="Chunks in the synthetic growth index (0 = skip)."
-)
-@click.option("--generated", default=0, show_default=True, help="Also time a sync of this many generated documents.")
-@click.option("--slack", default=10, show_default=True, help="Questions sent through the Bolt app (0 = skip).")
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
-@_friendly
-def bench(
-    settings: Settings,
-    docs_dir: Path | None,
-    questions: Path | None,
-    answers: int,
-    synthetic: int,
-    generated: int,
-    slack: int,
-) -> None:
-    """Print throughput, per-stage latency (p50/p95), answer time and peak memory.
-
-    Indexes DOCS into a temporary directory (the live index is not touched), times
-    every query stage and the model, then the same retrieval on a synthetic index
-    to show how cost grows. Figures only; it never passes or fails.
+def bench(settings: Settings, args: tuple[str, ...]) -> None:
+    """Benchmarks (figures, never pass/fail): `python -m bench` in a source checkout.
 
     The benchmarks are tooling, not product: they live in the repository's bench/
-    package (also `python -m bench`), which the installed wheel does not include.
+    package, which the installed wheel does not include. From a checkout this runs
+    them (`footnote bench --help` lists their options); elsewhere it says where they are.
     """
-    run_bench = _import_bench()
+    import subprocess
 
-    qs = [q.question for q in _read_questions(questions, needs_needle=False)] if questions else []
-    run_bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated, slack)
-
-
-def _reranker_label(settings: Settings) -> str:
-    return "sentence + section" if settings.reranker_kind == "sentence" else str(settings.reranker)
-
-
-def _import_bench() -> Callable[..., None]:
-    """``bench.bench`` from a source checkout (the repository root beside ``bot/``), or a clear refusal."""
     root = Path(__file__).resolve().parent.parent
-    if (root / "bench" / "__init__.py").is_file() and str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    try:
-        from bench import bench
-    except ImportError as exc:
+    if not (root / "bench" / "__main__.py").is_file():
         raise click.ClickException(
-            "`footnote bench` runs from a source checkout of Footnote (its bench/ package is not installed "
-            f"with the wheel): clone the repository and run `make bench` there ({exc})"
-        ) from exc
-    return bench
+            "the benchmarks run from a source checkout of Footnote (bench/ is not installed with the wheel): "
+            "clone the repository and run `make bench` there"
+        )
+    env = {**os.environ, "FOOTNOTE_DATA_DIR": str(settings.data_dir.resolve())}  # the same data dir from the checkout
+    sys.exit(subprocess.call([sys.executable, "-m", "bench", *args], cwd=root, env=env))
 
 
 @main.command()
@@ -667,7 +522,7 @@ def model_path(settings: Settings) -> None:
     For running llama.cpp's server on the same model:
     python -m llama_cpp.server --model "$(footnote model-path)"
     """
-    from retrieval.model_files import packaged_gguf
+    from retrieval.models import packaged_gguf
 
     click.echo(str(settings.llm_gguf or packaged_gguf(settings.data_dir / "models", settings.llm)))
 
@@ -697,9 +552,9 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
         raise click.ClickException("Socket Mode needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
     if not use_socket and settings.slack_signing_secret is None:
         raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
-    rt = Runtime(settings)
-    _claim_folder(rt, reindex_from is not None)
-    run(rt, socket=use_socket, host=host, port=http_port or settings.http_port)
+    b = Builder(settings)
+    _claim_folder(b, reindex_from is not None)
+    run(b.service, b.models_to_load(), b.serve_options(host, http_port, use_socket))
 
 
 if __name__ == "__main__":

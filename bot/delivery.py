@@ -27,8 +27,7 @@ from slack_sdk.web.chat_stream import ChatStream
 from bot.question import Job, Question
 from bot.render import escape, fallback_text, slack_blocks
 from bot.threads import BotIdentity
-from retrieval.answer import Answer
-from retrieval.citations import neutralise
+from retrieval.answer import Answer, neutralise
 
 log = logging.getLogger("footnote.slack")
 
@@ -41,9 +40,17 @@ TOO_OLD = (
 )
 # Errors that mean the workspace, token or app does not offer a method: stop trying it.
 UNAVAILABLE = frozenset(
-    {"unknown_method", "not_allowed", "not_allowed_token_type", "missing_scope", "method_deprecated",
-     "feature_not_enabled", "access_denied", "no_permission"}
-)  # fmt: skip
+    {
+        "unknown_method",
+        "not_allowed",
+        "not_allowed_token_type",
+        "missing_scope",
+        "method_deprecated",
+        "feature_not_enabled",
+        "access_denied",
+        "no_permission",
+    }
+)
 
 
 def queue_note(ahead: int) -> str:
@@ -214,9 +221,12 @@ class Stream:
         q = self.job.question
         me = self.d.me.get()
         stream = self.d.client.chat_stream(
-            channel=q.channel, thread_ts=q.thread_ts, recipient_team_id=me.team_id or None,
-            recipient_user_id=q.user or None, buffer_size=1,
-        )  # fmt: skip
+            channel=q.channel,
+            thread_ts=q.thread_ts,
+            recipient_team_id=me.team_id or None,
+            recipient_user_id=q.user or None,
+            buffer_size=1,
+        )
         stream.append(markdown_text=text)  # chat.startStream: a new message in the thread
         self.native = stream
         old = self.job.placeholder_ts

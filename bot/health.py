@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from retrieval.calibrate import Calibration
-from retrieval.engine import Engine
-from retrieval.manifest import FAILED, INDEXED, STALE, WRITING, totals
+from retrieval.index import FAILED, INDEXED, STALE, WRITING, totals
+from retrieval.search import Calibration, Engine
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -46,7 +46,7 @@ def make_server(
                 self._send(413, "text/plain", b"request too large")
                 return
             body = self.rfile.read(length).decode("utf-8", "replace")
-            headers = {k.lower(): [v] for k, v in self.headers.items()}
+            headers: dict[str, str | Sequence[str]] = {k.lower(): [v] for k, v in self.headers.items()}
             resp = app.dispatch(BoltRequest(body=body, query=url.query, headers=headers))
             data = (resp.body or "").encode()
             ctype = (resp.headers.get("content-type") or ["text/plain"])[0]

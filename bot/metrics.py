@@ -10,7 +10,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from retrieval.answer import Answer
-from retrieval.indexer import SyncReport
+from retrieval.ingest import SyncReport
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -38,9 +38,11 @@ class Metrics:
         self.refusals = Counter("footnote_refusals", "Questions answered with a refusal", registry=r)
         self.errors = Counter("footnote_errors", "Questions that ended in an error", registry=r)
         self.answer_seconds = Histogram(
-            "footnote_answer_seconds", "Time from question to final answer",
-            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60), registry=r,
-        )  # fmt: skip
+            "footnote_answer_seconds",
+            "Time from question to final answer",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60),
+            registry=r,
+        )
         self.sync_seconds = Histogram(
             "footnote_sync_seconds",
             "Duration of index syncs",

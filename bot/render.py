@@ -10,8 +10,7 @@ import time
 from typing import Any
 
 from bot.health import Health
-from retrieval.answer import Answer
-from retrieval.citations import BROADCAST, Citation
+from retrieval.answer import BROADCAST, Answer, Citation
 
 REFUSAL_HEADLINE = "I couldn't find this in the docs."
 SECTION_LIMIT = 3000  # Slack's limit for a section block's text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
+from typing import TypeAlias
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -19,9 +20,10 @@ from retrieval.errors import ConfigError
 
 log = logging.getLogger("footnote.sync")
 JOB_ID = "footnote-sync"
+Trigger: TypeAlias = CronTrigger | IntervalTrigger
 
 
-def make_trigger(minutes: float, cron: str | None) -> CronTrigger | IntervalTrigger | None:
+def make_trigger(minutes: float, cron: str | None) -> Trigger | None:
     """A crontab expression wins over the interval; neither (interval 0) means no schedule."""
     if cron:
         try:
@@ -34,24 +36,23 @@ def make_trigger(minutes: float, cron: str | None) -> CronTrigger | IntervalTrig
 
 
 class SyncSchedule:
-    def __init__(self, sync: Callable[[], object], minutes: float, cron: str | None) -> None:
-        self._trigger = make_trigger(minutes, cron)
+    def __init__(self, trigger: Trigger | None) -> None:
+        self._trigger = trigger
         self._scheduler = BackgroundScheduler(daemon=True)
-        self._sync = sync
 
-    def start(self) -> None:
+    def start(self, sync: Callable[[], object]) -> None:
+        """Run ``sync`` on the schedule (nothing without one)."""
         if self._trigger is None:
             return
-        self._scheduler.add_job(
-            self._run, self._trigger, id=JOB_ID, max_instances=1, coalesce=True, misfire_grace_time=300
-        )
-        self._scheduler.start()
 
-    def _run(self) -> None:
-        try:
-            self._sync()
-        except Exception:  # a failed sync is logged and shown in status; the schedule goes on
-            log.exception("scheduled sync failed")
+        def run() -> None:
+            try:
+                sync()
+            except Exception:  # a failed sync is logged and shown in status; the schedule goes on
+                log.exception("scheduled sync failed")
+
+        self._scheduler.add_job(run, self._trigger, id=JOB_ID, max_instances=1, coalesce=True, misfire_grace_time=300)
+        self._scheduler.start()
 
     def next_run(self) -> datetime | None:
         job = self._scheduler.get_job(JOB_ID) if self._scheduler.running else None

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from config.settings import parse_channel_folders
-from retrieval.errors import ConfigError
-
 
 @dataclass(frozen=True)
 class Scope:
@@ -27,15 +24,6 @@ class Scope:
 class ChannelScopes:
     mapping: dict[str, tuple[str, ...]]
     excluded: frozenset[str] = frozenset()
-
-    @classmethod
-    def parse(cls, mapping: str, excluded: str = "") -> ChannelScopes:
-        """From the two settings' text (one parser, the one the settings validate with at start)."""
-        try:
-            out = parse_channel_folders(mapping)
-        except ValueError as exc:
-            raise ConfigError(f"FOOTNOTE_CHANNEL_FOLDERS {exc}") from exc
-        return cls(out, frozenset(c.strip() for c in excluded.split(",") if c.strip()))
 
     def for_channel(self, channel: str, is_dm: bool = False) -> Scope:
         if channel in self.excluded:

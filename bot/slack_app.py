@@ -7,69 +7,48 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
-from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from bot.claims import FirstDelivery
-from bot.delivery import Delivery
 from bot.feedback import FeedbackStore
 from bot.health import Health
 from bot.intake import NOT_HERE, Intake
 from bot.journal import Journal
-from bot.metrics import Metrics
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
 from bot.scoping import ChannelScopes
-from bot.threads import MENTION, BotIdentity, SlackThreads
-from retrieval.answer import AnswerService
+from bot.threads import MENTION, SlackThreads
 
 log = logging.getLogger("footnote.slack")
 
 
-@dataclass(frozen=True)
-class SlackOptions:
-    """How answers are delivered and how much of a thread is read (from settings)."""
-
-    stream_interval_s: float = 1.5
-    native_stream: bool = True
-    thread_messages: int = 20
-    thread_context_chars: int = 800
-
-
 class SlackBot:
-    """The Bolt app and its handlers, over the pieces that do the work."""
+    """The Bolt app's handlers, over the pieces that do the work (built by ``bot.builder``)."""
 
     def __init__(
         self,
-        answers: AnswerService,
-        bot_token: str,
-        signing_secret: str,
-        data_dir: Path,
-        api_url: str | None = None,
+        app: App,
+        client: WebClient,
+        intake: Intake,
+        journal: Journal,
+        threads: SlackThreads,
+        feedback: FeedbackStore,
+        scopes: ChannelScopes,
+        first: FirstDelivery,
         status: Callable[[], Health] | None = None,
-        metrics: Metrics | None = None,
-        first_delivery: Callable[[str], bool] | None = None,
-        scopes: ChannelScopes | None = None,
-        options: SlackOptions = SlackOptions(),
     ) -> None:
-        client = WebClient(token=bot_token, base_url=api_url or WebClient.BASE_URL)
-        client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=3))
+        self.app = app
         self.client = client
+        self.intake = intake
+        self.journal = journal
+        self.threads = threads
+        self.feedback = feedback
+        self.scopes = scopes
         self.status = status
-        self.scopes = scopes or ChannelScopes({})
-        me = BotIdentity(client)
-        self.threads = SlackThreads(client, me, options.thread_messages, options.thread_context_chars)
-        self.feedback = FeedbackStore(data_dir)
-        self.journal = Journal(data_dir)
-        delivery = Delivery(client, me, options.stream_interval_s, options.native_stream)
-        self.intake = Intake(answers, delivery, self.journal, self.threads, self.feedback, self.scopes, metrics)
-        self._first = FirstDelivery(first_delivery)
-        self.app = App(signing_secret=signing_secret, client=client)
+        self._first = first
         self._register()
 
     def drain(self, timeout: float = 60.0) -> bool:
@@ -77,15 +56,21 @@ class SlackBot:
 
     # -- wiring -------------------------------------------------------------------
 
+    def handlers(self) -> dict[str, dict[str, Callable[..., None]]]:
+        """Every Slack surface handled here, by kind: what the app manifest must subscribe to."""
+        return {
+            "event": {"app_mention": self._on_mention, "message": self._on_message, "app_home_opened": self._on_home},
+            "command": {"/ask": self._on_command},
+            "action": {"feedback_up": self._on_feedback, "feedback_down": self._on_feedback},
+        }
+
     def _register(self) -> None:
         app = self.app
         app.middleware(self._drop_retries)
-        app.event("app_mention")(self._on_mention)
-        app.event("message")(self._on_message)
-        app.command("/ask")(self._on_command)
-        app.event("app_home_opened")(self._on_home)
-        app.action("feedback_up")(self._on_feedback)
-        app.action("feedback_down")(self._on_feedback)
+        kinds = {"event": app.event, "command": app.command, "action": app.action}
+        for kind, named in self.handlers().items():
+            for name, handler in named.items():
+                kinds[kind](name)(handler)
 
     def _drop_retries(self, req: Any, resp: BoltResponse, next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
         """A retried delivery (HTTP retry header, or an event id seen before) is acked and ignored."""

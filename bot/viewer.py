@@ -2,7 +2,7 @@
 canonical text with the cited range highlighted and scrolled into view.
 
 Citation links point here when no drive URL is configured (``FOOTNOTE_PUBLIC_URL``).
-A link opens only if it is signed (:mod:`retrieval.links`): unsigned, edited or expired
+A link opens only if it is signed (:mod:`retrieval.answer.links`): unsigned, edited or expired
 links get 403, so the viewer shows only what an answer cited, to the channel it was
 cited in. Only files inside the docs folder are served: ``..``, absolute paths and
 symlinks that leave the folder are refused.
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
+from retrieval.answer import VerifyLink
 from retrieval.errors import ExtractionError
-from retrieval.extract import Extractor, extractor_for
-from retrieval.links import VerifyLink
+from retrieval.ingest import Extractor, extractor_for
 from retrieval.types import Document
 
 Extract = Callable[[Extractor, str, bytes], Document]
@@ -73,9 +73,14 @@ def _span(query: dict[str, str], size: int) -> tuple[int, int] | None:
 
 
 def render_view(
-    docs_dir: Path, raw_path: str, query: dict[str, str], extract: Extract, ocr: bool = False,
-    *, verify: VerifyLink,
-) -> tuple[int, str]:  # fmt: skip
+    docs_dir: Path,
+    raw_path: str,
+    query: dict[str, str],
+    extract: Extract,
+    ocr: bool = False,
+    *,
+    verify: VerifyLink,
+) -> tuple[int, str]:
     """(HTTP status, HTML page). The signature is checked before the path is even looked up,
     so an unsigned request learns nothing, not even whether a file exists."""
     ok, reason = verify(unquote(raw_path), query)

@@ -9,10 +9,10 @@ start with the variable's name, not at the first question.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Fusion = Literal["weighted", "rrf", "dense", "bm25"]
 RerankerKind = Literal["sentence", "none", "cross-encoder"]
@@ -49,8 +49,8 @@ class Settings(BaseSettings):
     )
     ocr: bool = Field(False, description="Read image-only PDF pages with tesseract (apt install tesseract-ocr).")
     extract_timeout_s: float = Field(60.0, gt=0, description="Time limit for extracting one file (PDF, office).")
-    ignore: str = Field(
-        "", description="Comma-separated globs (relative paths) the sync skips, e.g. 'archive/*,*.bak'."
+    ignore: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="Comma-separated globs (relative paths) the sync skips, e.g. 'archive/*,*.bak'."
     )
     chroma_url: str | None = Field(None, description="Chroma server (e.g. http://chroma:8000) instead of on-disk.")
 
@@ -170,10 +170,13 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("SLACK_APP_TOKEN", "FOOTNOTE_SLACK_APP_TOKEN")
     )
     slack_api_url: str | None = Field(None, description="Override of the Slack Web API base URL (tests, proxies).")
-    channel_folders: str = Field(
-        "", description="Channel -> folders it may search, e.g. 'C0ENG=engineering,*=public,dm=public'."
+    channel_folders: Annotated[dict[str, tuple[str, ...]], NoDecode] = Field(
+        default_factory=dict,
+        description="Channel -> folders it may search, e.g. 'C0ENG=engineering,*=public,dm=public'.",
     )
-    excluded_channels: str = Field("", description="Comma-separated channel ids where Footnote does not answer.")
+    excluded_channels: Annotated[frozenset[str], NoDecode] = Field(
+        frozenset(), description="Comma-separated channel ids where Footnote does not answer."
+    )
 
     # Slack delivery (journal, threads, deadline)
     http_port: int = Field(
@@ -207,11 +210,15 @@ class Settings(BaseSettings):
         v = v.strip() if v else None
         return None if v in (None, "", "sentence") else v  # unset and "sentence" are the same built-in
 
-    @field_validator("channel_folders")
+    @field_validator("channel_folders", mode="before")
     @classmethod
-    def _channel_folders(cls, v: str) -> str:
-        parse_channel_folders(v)  # raises ValueError with the entry that is wrong
-        return v
+    def _channel_folders(cls, v: object) -> object:
+        return parse_channel_folders(v) if isinstance(v, str) else v  # ValueError names the entry that is wrong
+
+    @field_validator("ignore", "excluded_channels", mode="before")
+    @classmethod
+    def _comma_list(cls, v: object) -> object:
+        return tuple(x.strip() for x in v.split(",") if x.strip()) if isinstance(v, str) else v
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Self:
@@ -228,18 +235,8 @@ class Settings(BaseSettings):
             return "sentence"
         return "none" if self.reranker == "none" else "cross-encoder"
 
-    def channel_map(self) -> dict[str, tuple[str, ...]]:
-        """``FOOTNOTE_CHANNEL_FOLDERS`` parsed (already validated at start)."""
-        return parse_channel_folders(self.channel_folders)
-
-    def ignore_globs(self) -> tuple[str, ...]:
-        return tuple(g.strip() for g in self.ignore.split(",") if g.strip())
-
-    def excluded_channel_ids(self) -> frozenset[str]:
-        return frozenset(c.strip() for c in self.excluded_channels.split(",") if c.strip())
-
 
 def load_settings(**overrides: object) -> Settings:
     """Read the environment and ``.env``; keyword overrides win (used by the CLI's flags)."""
     clean = {k: v for k, v in overrides.items() if v is not None}
-    return Settings(**clean)  # type: ignore[arg-type]
+    return Settings(**clean)  # type: ignore[arg-type]  # pydantic-settings' __init__ types no field keywords

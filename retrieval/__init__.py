@@ -1,15 +1,12 @@
-"""Footnote's core: extract, chunk, index, search, rerank, gate and answer.
+"""Footnote's core: no Slack, no settings object, no environment writes.
 
-Nothing in this package imports Slack; heavy libraries each live in one module
-(``embed`` for sentence-transformers, ``store`` for chromadb, ``llm`` for llama_cpp).
+- ``models``: the embedder and the language model, and what is measured once per machine to run them;
+- ``ingest``: files to canonical text, chunks and sentences, synced into the index;
+- ``index``: the vector store, the manifest, the lease, shared records, BM25 and the snapshot;
+- ``search``: hybrid ranking, reranking, the gate and its self-calibration, the engine;
+- ``answer``: the prompt, the evidence, the support check, citations and signed links;
+- ``evaluation``: recall, refusals and answer-level figures (``footnote eval``).
+
+``types`` and ``errors`` are shared by all of them; ``measured`` keeps measure-once results.
+Each subpackage's ``__init__`` is its front door: the names others may use.
 """
-
-import os
-
-# numpy's OpenBLAS threads spin on every core for a while after each vector product,
-# and the embedding model's ONNX Runtime threads then wait for those cores: measured on
-# 2 cores (AMD EPYC), a query's embedding inside search took 12.1 ms p50, 6.2 ms with
-# one BLAS thread. Footnote's products are one query against the index (memory-bound),
-# where a second BLAS thread gains nothing. Set before numpy is first imported; an
-# explicit OPENBLAS_NUM_THREADS wins.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.runtime import build_engine, open_storage
-from retrieval.chunk import ChunkerConfig
-from retrieval.embed import Embedder, SentenceTransformerEmbedder, load_embedder
-from retrieval.engine import Engine, EngineConfig
-from retrieval.rerank import SentenceReranker
-from retrieval.search import SearchConfig
+from bot.builder import build_engine
+from retrieval.answer import ANSWER_PROBE
+from retrieval.index import open_storage
+from retrieval.ingest.chunk import ChunkerConfig
+from retrieval.models.embed import Embedder, SentenceTransformerEmbedder, load_embedder
+from retrieval.search.engine import Engine, EngineConfig
+from retrieval.search.rerank import SentenceReranker
+from retrieval.search.searcher import SearchConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 # The development set lives beside the repository; FOOTNOTE_DEV_SET (when set, the only place looked at) points elsewhere.
@@ -80,15 +82,17 @@ def make_engine(
     extract_timeout_s: float = 60.0,
     **kw: object,
 ) -> Engine:
-    """A real engine wired as the product wires it (``bot.runtime``): Chroma on disk, or a Chroma server."""
+    """A real engine wired as the product wires it (``bot.builder``): Chroma on disk, or a Chroma server."""
     cfg = EngineConfig(docs, chunker or ChunkerConfig(), SearchConfig(), **kw)  # type: ignore[arg-type]
-    return build_engine(cfg, embedder, SentenceReranker(1.5), open_storage(data, chroma_url), extract_timeout_s)
+    return build_engine(
+        cfg, embedder, SentenceReranker(1.5), open_storage(data, chroma_url, f"test:{data.name}"), extract_timeout_s
+    )
 
 
 @pytest.fixture(scope="session")
 def real_model(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The packaged default GGUF, assembled once and loaded once per test run."""
-    from retrieval.llm import load_model
+    from retrieval.models import load_model
 
     # A generous deadline: the suite may share the CPU; production keeps FOOTNOTE_ANSWER_DEADLINE_S.
-    return load_model(None, None, tmp_path_factory.mktemp("models"), n_ctx=4096, deadline_s=300)
+    return load_model(None, None, tmp_path_factory.mktemp("models"), check=ANSWER_PROBE, n_ctx=4096, deadline_s=300)

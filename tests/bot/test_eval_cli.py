@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from retrieval.calibrate import auc
+from retrieval.evaluation.cross_validation import auc
 from tests.conftest import EXAMPLES
 
 QUESTIONS = [

@@ -10,8 +10,8 @@ import pytest
 
 from bot.health import Health, index_health
 from retrieval.errors import StoreError
+from testkit.fakes import memory_engine
 from tests.conftest import EXAMPLES
-from tests.fakes import memory_engine
 
 
 def test_ok_needs_documents_and_a_sync_that_did_not_fail() -> None:

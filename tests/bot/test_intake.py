@@ -7,10 +7,10 @@ import time
 from typing import Any
 
 from bot.delivery import RESTARTING
-from retrieval.llm import Message, OnToken
+from retrieval.models.llm import Message, OnToken
+from testkit.slack import FakeSlack
 from tests.bot import test_slack_app
 from tests.bot.test_slack_app import ANSWERABLE, Scripted
-from tests.fake_slack import FakeSlack
 
 harness_factory = test_slack_app.harness_factory  # the real Bolt app over a fake Web API
 

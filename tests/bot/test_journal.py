@@ -12,9 +12,9 @@ from slack_sdk import WebClient
 from bot.delivery import TOO_OLD
 from bot.journal import Journal
 from bot.question import Question
+from testkit.slack import FakeSlack
 from tests.bot import test_slack_app
 from tests.bot.test_slack_app import ANSWERABLE, Scripted
-from tests.fake_slack import FakeSlack
 
 harness_factory = test_slack_app.harness_factory  # the real Bolt app over a fake Web API
 

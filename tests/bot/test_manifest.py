@@ -1,4 +1,4 @@
-"""The Slack app manifest asks for every event, command and scope the bot uses."""
+"""The Slack app manifest asks for exactly the events, commands and interactivity the bot handles."""
 
 from __future__ import annotations
 
@@ -6,15 +6,29 @@ from pathlib import Path
 
 import yaml
 
+from bot.builder import build_slack_bot
+from testkit.fakes import ScriptedModel
+from testkit.slack import FakeSlack
+
 MANIFEST = Path(__file__).resolve().parents[2] / "config" / "slack_manifest.yaml"
 
 
-def test_manifest_subscribes_to_what_the_bot_handles() -> None:
+def test_manifest_subscribes_to_what_the_bot_handles(tmp_path: Path) -> None:
+    from retrieval.answer import AnswerService
+    from retrieval.search import GateConfig
+
+    slack = FakeSlack()  # Bolt asks auth.test when the app is built
+    try:
+        service = AnswerService(lambda: None, lambda: ScriptedModel("[0]"), GateConfig())  # type: ignore[arg-type,return-value]
+        handled = build_slack_bot(service, "xoxb-test", "secret", tmp_path, api_url=slack.url).handlers()
+    finally:
+        slack.close()
     m = yaml.safe_load(MANIFEST.read_text())
-    events = set(m["settings"]["event_subscriptions"]["bot_events"])
-    assert {"app_mention", "message.im", "app_home_opened"} <= events
-    assert [c["command"] for c in m["features"]["slash_commands"]] == ["/ask"]
+    # message.im / message.channels / message.groups are all Bolt's "message" event.
+    events = {e.split(".")[0] for e in m["settings"]["event_subscriptions"]["bot_events"]}
+    assert events == set(handled["event"])
+    assert {c["command"] for c in m["features"]["slash_commands"]} == set(handled["command"])
+    assert m["settings"]["interactivity"]["is_enabled"] is bool(handled["action"])  # the feedback buttons
     scopes = set(m["oauth_config"]["scopes"]["bot"])
     assert {"app_mentions:read", "chat:write", "commands", "im:history"} <= scopes
     assert m["features"]["app_home"]["home_tab_enabled"] is True
-    assert m["settings"]["interactivity"]["is_enabled"] is True  # the feedback buttons

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from bot.render import MAX_BLOCKS, SECTION_LIMIT, escape, slack_blocks
-from retrieval.answer import Answer
-from retrieval.citations import Citation
+from retrieval.answer.citations import Citation
+from retrieval.answer.service import Answer
 
 
 def _cite(

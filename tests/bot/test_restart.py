@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from testkit.servers import free_port, wait_http
+from testkit.slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES, ROOT
-from tests.fake_slack import FakeSlack, signed_post
-from tests.servers import free_port, wait_http
 
 SECRET = "restart-secret"
 QUESTION = "How fast must a SEV1 page be acknowledged?"

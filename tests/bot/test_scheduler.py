@@ -38,9 +38,9 @@ def test_scheduled_syncs_repeat_but_never_overlap() -> None:
         with lock:
             running -= 1
 
-    sched = SyncSchedule(slow_sync, minutes=INTERVAL, cron=None)
+    sched = SyncSchedule(make_trigger(INTERVAL, None))
     sched._scheduler.add_listener(lambda _e: refused.set(), EVENT_JOB_MAX_INSTANCES)
-    sched.start()
+    sched.start(slow_sync)
     try:
         assert sched.next_run() is not None
         assert refused.wait(30) and second.wait(30)
@@ -59,8 +59,8 @@ def test_a_failing_sync_does_not_stop_the_schedule() -> None:
             again.set()
         raise RuntimeError("drive unmounted")
 
-    sched = SyncSchedule(broken, minutes=INTERVAL, cron=None)
-    sched.start()
+    sched = SyncSchedule(make_trigger(INTERVAL, None))
+    sched.start(broken)
     try:
         assert again.wait(30)
     finally:
@@ -69,8 +69,8 @@ def test_a_failing_sync_does_not_stop_the_schedule() -> None:
 
 
 def test_no_interval_and_no_cron_schedules_nothing() -> None:
-    sched = SyncSchedule(lambda: None, minutes=0, cron=None)
-    sched.start()
+    sched = SyncSchedule(make_trigger(0, None))
+    sched.start(lambda: None)
     assert sched.next_run() is None
 
 

@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
+from bot.builder import Builder
 from bot.http_server import serve_in_thread
-from bot.runtime import Runtime
 from bot.serve import Service, run_socket
 from config.settings import load_settings
+from testkit.slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES
-from tests.fake_slack import FakeSlack, signed_post
 
 SECRET = "serve-secret"
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[Service, str, FakeSlack]]:
+def service(tmp_path: Path) -> Iterator[tuple[Builder, Service, str, FakeSlack]]:
     docs = tmp_path / "docs"
     shutil.copytree(EXAMPLES, docs)
     slack = FakeSlack()
@@ -33,11 +33,12 @@ def service(tmp_path: Path) -> Iterator[tuple[Service, str, FakeSlack]]:
         data_dir=tmp_path / "data", docs_dir=docs, slack_bot_token="xoxb-x", slack_signing_secret=SECRET,
         slack_api_url=slack.url, sync_minutes=0,
     )  # fmt: skip
-    svc = Service(Runtime(settings))
+    b = Builder(settings)
+    svc = b.service()
     svc.sync()
     server = svc.http_server("127.0.0.1", 0)
     serve_in_thread(server)
-    yield svc, f"http://127.0.0.1:{server.server_address[1]}", slack
+    yield b, svc, f"http://127.0.0.1:{server.server_address[1]}", slack
     server.shutdown()
     server.server_close()
     slack.close()
@@ -51,8 +52,8 @@ def _get(url: str) -> tuple[int, str]:
         return e.code, ""
 
 
-def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Service, str, FakeSlack]) -> None:
-    svc, base, slack = service
+def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Builder, Service, str, FakeSlack]) -> None:
+    b, svc, base, slack = service
     status, body = _get(f"{base}/healthz")
     health = json.loads(body)
     assert status == 200 and health["ok"] and health["indexed"] == 3 and health["model_reachable"]
@@ -73,7 +74,7 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Service, s
     assert "footnote_refusals_total 1.0" in metrics and "footnote_sync_seconds_count 1.0" in metrics
     assert "footnote_answer_seconds_bucket" in metrics
 
-    status, page = _get(f"{base}/view/on-call.md?{svc.rt.links.sign('on-call.md', 0, 20)}")
+    status, page = _get(f"{base}/view/on-call.md?{b.links.sign('on-call.md', 0, 20)}")
     assert status == 200 and '<mark id="hit">' in page
     assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
     assert _get(f"{base}/view/..%2F..%2Fetc%2Fpasswd")[0] == 403
@@ -86,7 +87,7 @@ def test_health_is_not_ok_when_the_model_server_is_down(tmp_path: Path) -> None:
         llm_url="http://127.0.0.1:9", sync_minutes=0, slack_api_url=slack.url,
     )  # fmt: skip
     try:
-        svc = Service(Runtime(settings))
+        svc = Builder(settings).service()
         svc.sync()
         health = svc.health_json()
     finally:
@@ -118,7 +119,8 @@ def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path) -
         data_dir=tmp_path / "data", docs_dir=EXAMPLES, slack_bot_token="xoxb-x", slack_app_token="xapp-x",
         slack_api_url=slack.url, sync_minutes=0,
     )  # fmt: skip
-    svc = Service(Runtime(settings))
+    b = Builder(settings)
+    svc = b.service()
     svc.sync()
     stop, ready = threading.Event(), threading.Event()
     servers: list[ThreadingHTTPServer] = []
@@ -137,7 +139,7 @@ def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path) -
         status, body = _get(f"{base}/healthz")
         assert status == 200 and json.loads(body)["indexed"] == 3
         assert _get(f"{base}/metrics")[0] == 200
-        status, page = _get(f"{base}/view/on-call.md?{svc.rt.links.sign('on-call.md', 0, 20)}")
+        status, page = _get(f"{base}/view/on-call.md?{b.links.sign('on-call.md', 0, 20)}")
         assert status == 200 and '<mark id="hit">' in page
         assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
         assert made[-1].connected and made[-1].token == "xapp-x"
@@ -153,21 +155,21 @@ def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path) -
 def test_serve_loads_the_model_before_syncing_and_a_broken_one_is_a_logged_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from bot.serve import _load_model
-    from tests.fakes import ScriptedModel
+    from bot.serve import load_models
+    from testkit.fakes import ScriptedModel
 
     base = {"data_dir": tmp_path, "docs_dir": EXAMPLES}
-    rt = Runtime(load_settings(**base))
+    rt = Builder(load_settings(**base))
     rt.__dict__["model"] = ScriptedModel("[1] ok.")  # what the cached property would have loaded
     with caplog.at_level("INFO", logger="footnote"):
-        _load_model(rt)
+        load_models(rt.models_to_load())
     assert "language model scripted loaded" in caplog.text
-    broken = Runtime(load_settings(**base, llm_gguf=tmp_path / "missing.gguf"))
+    broken = Builder(load_settings(**base, llm_gguf=tmp_path / "missing.gguf"))
     with caplog.at_level("INFO", logger="footnote"):
-        _load_model(broken)  # does not raise: serve still starts, and answers say what is wrong
+        load_models(broken.models_to_load())  # does not raise: serve still starts, and answers say what is wrong
     assert "could not be loaded: model file not found" in caplog.text
-    served = Runtime(load_settings(**base, llm_url="http://127.0.0.1:9"))
-    _load_model(served)
+    served = Builder(load_settings(**base, llm_url="http://127.0.0.1:9"))
+    load_models(served.models_to_load())
     assert "model" not in served.__dict__  # a model server is not loaded in-process
 
 
@@ -176,23 +178,23 @@ def test_serve_loads_a_rewrite_model_beside_the_answer_model_and_logs_one_that_c
 ) -> None:
     import dataclasses
 
-    from bot.serve import _load_model
-    from retrieval import model_files
-    from tests.fakes import ScriptedModel
+    from bot.serve import load_models
+    from retrieval.models import files as model_files
+    from testkit.fakes import ScriptedModel
 
     base = {"data_dir": tmp_path, "docs_dir": EXAMPLES, "rewrite": "qwen-1.5b"}
-    rt = Runtime(load_settings(**base))
+    rt = Builder(load_settings(**base))
     rt.__dict__["model"] = ScriptedModel("[1] ok.")
     rt.__dict__["rewrite_model"] = ScriptedModel("rewritten")
     with caplog.at_level("INFO", logger="footnote"):
-        _load_model(rt)
+        load_models(rt.models_to_load())
     assert "query-rewrite model scripted loaded" in caplog.text
     # The large-model packages absent: a logged error naming the extra, and serve goes on.
     absent = dataclasses.replace(model_files.MODELS["qwen-1.5b"], module="footnote_absent_part{i}")
     monkeypatch.setitem(model_files.MODELS, "qwen-1.5b", absent)
-    missing = Runtime(load_settings(**base))
+    missing = Builder(load_settings(**base))
     missing.__dict__["model"] = ScriptedModel("[1] ok.")
     with caplog.at_level("INFO", logger="footnote"):
-        _load_model(missing)
+        load_models(missing.models_to_load())
     assert "query-rewrite model could not be loaded" in caplog.text and "large-model" in caplog.text
     assert missing.rewriter() is not None and missing.rewriter()("What is a SEV1?") is None  # searched as asked

@@ -15,17 +15,18 @@ from typing import Any
 
 import pytest
 
+from bot.builder import SlackOptions, build_slack_bot
 from bot.health import index_health
 from bot.http_server import make_server, serve_in_thread
 from bot.scoping import ChannelScopes
-from bot.slack_app import SlackBot, SlackOptions
-from retrieval.answer import AnswerService
-from retrieval.engine import Engine
+from retrieval.answer import Linker
+from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError
-from retrieval.gate import GateConfig
-from retrieval.llm import LanguageModel, Message, OnToken
+from retrieval.models.llm import LanguageModel, Message, OnToken
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig
+from testkit.slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES
-from tests.fake_slack import FakeSlack, signed_post
 
 SECRET = "test-signing-secret"
 ANSWERABLE = "How fast must a SEV1 page be acknowledged?"
@@ -59,8 +60,8 @@ class Harness:
     ) -> None:
         self.slack = slack or FakeSlack()
         self.owns_slack = slack is None
-        svc = AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=EXAMPLES)
-        self.bot = SlackBot(
+        svc = AnswerService(engine.searcher, lambda: model, GateConfig(), links=Linker(docs_dir=EXAMPLES))
+        self.bot = build_slack_bot(
             svc, "xoxb-test", SECRET, data, api_url=self.slack.url, status=lambda: index_health(engine), **bot_kw
         )
         self.server = make_server(self.bot.app, "127.0.0.1", 0, lambda: {"ok": True})
@@ -549,7 +550,7 @@ def test_rate_limited_calls_are_retried_after_retry_after(harness_factory: Any) 
 
 def test_channel_scoping_and_excluded_channels(harness_factory: Any) -> None:
     model = Scripted()
-    scopes = ChannelScopes.parse("C1=engineering", "CQUIET")
+    scopes = ChannelScopes({"C1": ("engineering",)}, frozenset({"CQUIET"}))
     h = harness_factory(model, scopes=scopes)
     h.mention(ANSWERABLE, ts="800.1")  # C1 may only search engineering/, where nothing is indexed
     (final,) = h.finals(expect=1)

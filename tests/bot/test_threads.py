@@ -5,7 +5,7 @@ from __future__ import annotations
 from slack_sdk import WebClient
 
 from bot.threads import BotIdentity, SlackThreads, fit
-from tests.fake_slack import FakeSlack
+from testkit.slack import FakeSlack
 
 
 def test_the_question_is_kept_whole_and_the_most_recent_earlier_questions_fill_the_budget() -> None:

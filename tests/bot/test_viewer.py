@@ -15,14 +15,14 @@ import pytest
 
 from bot.http_server import make_server, serve_in_thread
 from bot.viewer import render_view, safe_path
-from retrieval.answer import AnswerService
-from retrieval.citations import make_citations
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import Engine
-from retrieval.gate import GateConfig
-from retrieval.links import LinkSigner
-from retrieval.llm import Message, OnToken
-from retrieval.sandbox import ExtractionRunner
+from retrieval.answer.citations import Linker, make_citations
+from retrieval.answer.links import LinkSigner
+from retrieval.answer.service import AnswerService
+from retrieval.ingest.sandbox import ExtractionRunner
+from retrieval.models.embed import SentenceTransformerEmbedder
+from retrieval.models.llm import Message, OnToken
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig
 from tests.conftest import EXAMPLES, ROOT, make_engine
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -148,8 +148,7 @@ def test_a_link_cited_for_an_hr_channel_cannot_be_edited_into_engineering(
 ) -> None:
     eng, base = scoped_server
     svc = AnswerService(
-        eng.searcher, lambda: _CitesFirstSource(), GateConfig(threshold=10.0), docs_dir=eng.cfg.docs_dir,
-        viewer_url=base, sign_link=signer.sign,
+        eng.searcher, lambda: _CitesFirstSource(), GateConfig(threshold=10.0), links=Linker(docs_dir=eng.cfg.docs_dir, viewer_url=base, sign=signer.sign),
     )  # fmt: skip
     a = svc.answer("Who is on call for incidents this week?", folders=["hr"])  # an engineering question
     assert not a.refused and a.citations and a.collection == "hr/"
@@ -202,7 +201,7 @@ def test_a_citation_link_opens_the_viewer_with_the_quote_in_view(
     assert chromium and driver_bin, "Debian's chromium and chromium-driver must be installed (.ci/run does it)"
     hit = long_engine.searcher().search("How often are badge photos retaken?", k=1).hits[0]
     assert "Badge photos" in hit.chunk.content and hit.chunk.start > 5000
-    (cite,) = make_citations([hit], None, long_engine.cfg.docs_dir, viewer_url=viewer_server, sign_link=signer.sign)
+    (cite,) = make_citations([hit], Linker(None, long_engine.cfg.docs_dir, viewer_server, signer.sign))
     assert cite.url.startswith(f"{viewer_server}/view/") and f"from={hit.chunk.start}&to={hit.chunk.end}&" in cite.url
     assert "&sig=" in cite.url
     assert _get(cite.url.replace(f"to={hit.chunk.end}", f"to={hit.chunk.end + 1}"))[0] == 403

@@ -12,18 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer import DOCS_SAY, AnswerService
-from retrieval.engine import Engine
+from retrieval.answer import Linker
+from retrieval.answer.prompt import answer_grammar, build_prompt
+from retrieval.answer.service import DOCS_SAY, AnswerService
 from retrieval.errors import ModelError
-from retrieval.gate import GateConfig
-from retrieval.llm import LanguageModel, LlamaCppModel
-from retrieval.prompt import answer_grammar, build_prompt
+from retrieval.models.llm import LanguageModel, LlamaCppModel
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig
+from testkit.fakes import ScriptedModel
 from tests.conftest import EXAMPLES
-from tests.fakes import ScriptedModel
 
 
 def _service(engine: Engine, model: LanguageModel, **kw: int) -> AnswerService:
-    return AnswerService(engine.searcher, lambda: model, GateConfig(), docs_dir=EXAMPLES, **kw)  # type: ignore[arg-type]
+    return AnswerService(engine.searcher, lambda: model, GateConfig(), links=Linker(docs_dir=EXAMPLES), **kw)  # type: ignore[arg-type]
 
 
 def _doc(path: str) -> str:
@@ -135,7 +136,9 @@ def test_out_of_domain_question_is_refused_without_calling_the_model(examples_en
 def test_quoted_phrase_absent_from_every_source_is_refused_without_the_model(examples_engine: Engine) -> None:
     model = ScriptedModel("[1] ok.")
     # A lenient gate, so that the quoted-phrase rule is what decides.
-    svc = AnswerService(examples_engine.searcher, lambda: model, GateConfig(threshold=2.0), docs_dir=EXAMPLES)
+    svc = AnswerService(
+        examples_engine.searcher, lambda: model, GateConfig(threshold=2.0), links=Linker(docs_dir=EXAMPLES)
+    )
     known = svc.answer('What does error code "LW-5012" mean?')
     assert not known.refused and len(model.calls) == 1  # the phrase is in a source: answered
     a = svc.answer('What does error code "LW-9999" mean?')
@@ -201,7 +204,7 @@ def test_real_model_cites_sentences_whose_ranges_slice_exactly(
 def test_a_missing_model_package_names_the_extra_that_installs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from retrieval import model_files
+    from retrieval.models import files as model_files
 
     missing = model_files.Packaged(
         "m.gguf", "0" * 64, 10, "no_such_module_{i}", "no-such-part{i}", 2, extra="large-model"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from retrieval.answer import Answer, AnswerCheck
-from retrieval.answer_eval import compare, needle_share, rows_from_json, rows_json, score, summarise
-from retrieval.citations import Citation
+from retrieval.answer.citations import Citation
+from retrieval.answer.service import Answer, AnswerCheck
+from retrieval.evaluation.answers import compare, needle_share, rows_from_json, rows_json, score, summarise
 
 NEEDLE = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes."
 

@@ -1,5 +1,6 @@
-"""numpy's BLAS runs on one thread in Footnote's processes (its spinning threads slowed the
-query embedding's ONNX Runtime threads by half on 2 cores); an explicit setting wins."""
+"""numpy's BLAS runs on one thread in Footnote's processes, set when the builder starts them (its
+spinning threads slowed the query embedding's ONNX Runtime threads by half on 2 cores); an
+explicit setting wins."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import subprocess
 import sys
 
 CODE = (
-    "import bot.cli, numpy\n"
+    "import tempfile\n"
+    "from bot.builder import Builder\n"
+    "from config.settings import Settings\n"
+    "Builder(Settings(data_dir=tempfile.mkdtemp()))\n"
     "from threadpoolctl import threadpool_info\n"
     "print(sorted({i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas'}))\n"
 )

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from retrieval.bm25 import Bm25Index, tokenize
+from retrieval.index.bm25 import Bm25Index, tokenize
 
 WORDS = [
     "cache",

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from bot.builder import Builder
 from bot.health import Health
 from bot.render import status_text
-from bot.runtime import Runtime
 from config.settings import load_settings
-from retrieval import calibrate as cal_mod
-from retrieval.calibrate import (
+from retrieval.evaluation import cross_validation as cv_mod
+from retrieval.models.embed import SentenceTransformerEmbedder
+from retrieval.search import calibration as cal_mod
+from retrieval.search.calibration import (
     Calibration,
     CalibrationCache,
     CalibrationConfig,
@@ -25,10 +27,9 @@ from retrieval.calibrate import (
     probe_from,
     signals_of,
 )
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import Engine
-from retrieval.gate import DEFAULT_THRESHOLD, GateConfig, decide
-from retrieval.search import SearchResult
+from retrieval.search.engine import Engine
+from retrieval.search.gate import DEFAULT_THRESHOLD, GateConfig, decide
+from retrieval.search.searcher import SearchResult
 from retrieval.types import Chunk, Hit
 from tests.conftest import make_engine
 
@@ -170,7 +171,7 @@ def test_choose_threshold_lets_through_at_most_the_target() -> None:
 
 def test_calibration_is_stricter_where_the_fixed_default_bluffs(handbook: Engine) -> None:
     searcher = handbook.searcher()
-    facts = cal_mod._facts(searcher, KNOWN_OOD)
+    facts = cal_mod.facts_for(searcher, KNOWN_OOD)
     fixed_bluffs = sum(s <= DEFAULT_THRESHOLD for s in signals_of(facts, 0.5, 0.0))
     assert fixed_bluffs / len(KNOWN_OOD) > 0.05  # the premise: the fixed default bluffs on this corpus
 
@@ -257,11 +258,11 @@ def test_an_explicit_threshold_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("FOOTNOTE_DATA_DIR", str(data))
     monkeypatch.setenv("FOOTNOTE_DOCS_DIR", str(_write(tmp_path / "docs", {"a.md": "# A\n\nSome text here.\n"})))
     monkeypatch.delenv("FOOTNOTE_GATE_THRESHOLD", raising=False)
-    rt = Runtime(load_settings())
+    rt = Builder(load_settings())
     assert rt.gate_config().current().threshold == 0.55
     assert rt.calibration() is not None
     monkeypatch.setenv("FOOTNOTE_GATE_THRESHOLD", "0.9")
-    rt = Runtime(load_settings())
+    rt = Builder(load_settings())
     assert rt.gate_config().current().threshold == 0.9 and rt.calibration() is None
     rt.calibrate_in_background()  # a no-op with an explicit threshold
     assert "calibrator" not in vars(rt)
@@ -282,10 +283,10 @@ def test_the_cross_validation_picks_the_weights_that_separate_best() -> None:
     # not, and here the nearest sentence points the wrong way, so its weight must be 0.
     inside = [(0.5, 0.9, 1.0), (0.6, 0.8, 1.0), (0.4, 0.9, 1.0)]
     ood = [(0.5, 0.3, 0.6), (0.45, 0.35, 0.6), (0.55, 0.25, 0.6)]
-    cov, sent = cal_mod.choose_gate_weights(inside, ood, shipped=(0.5, 0.5))
+    cov, sent = cv_mod.choose_gate_weights(inside, ood, shipped=(0.5, 0.5))
     assert sent == 0.0 and cov == 0.5  # 0.5 and above separate alike (0.25 does not): the tie goes to 0.5
-    assert cal_mod.auc(signals_of(inside, cov, sent), signals_of(ood, cov, sent)) == 1.0
-    aucs = cal_mod.signal_aucs(inside, ood, 0.5, 0.5)
+    assert cv_mod.auc(signals_of(inside, cov, sent), signals_of(ood, cov, sent)) == 1.0
+    aucs = cv_mod.signal_aucs(inside, ood, 0.5, 0.5)
     assert aucs["nearest chunk"] < 1.0 and aucs["chunk + 0.5 × coverage"] == 1.0
     assert aucs["the gate as configured"] == aucs["chunk + 0.5 × coverage + 0.5 × nearest sentence"] < 1.0
 
@@ -310,16 +311,16 @@ def test_cross_validation_calibrates_once_per_probe_seed(handbook: Engine) -> No
     s = handbook.searcher()
     answerable = ["How many days of paid annual leave do I get?", "How long must passwords be?"]
     halves = [
-        cal_mod.Half("a", s, answerable[:1], KNOWN_OOD[:6]),
-        cal_mod.Half("b", s, answerable[1:], KNOWN_OOD[6:12]),
+        cv_mod.Half("a", s, answerable[:1], KNOWN_OOD[:6]),
+        cv_mod.Half("b", s, answerable[1:], KNOWN_OOD[6:12]),
     ]
-    folds = cal_mod.cross_validate(halves, SMALL, generic=KNOWN_OOD[12:], seeds=[0, 1])
+    folds = cv_mod.cross_validate(halves, SMALL, generic=KNOWN_OOD[12:], seeds=[0, 1])
     assert [(f.reported_on, f.seed) for f in folds] == [("b", 0), ("a", 0), ("b", 1), ("a", 1)]
     thresholds = {f.seed: f.default_weight["threshold"] for f in folds if f.reported_on == "a"}
     assert thresholds[0] != thresholds[1]  # another sample of probes, another threshold
-    text = cal_mod.format_cv(folds)
+    text = cv_mod.format_cv(folds)
     assert "(probe seed 1)" in text and "Mean over 2 probe seeds" in text
-    assert "(probe seed" not in cal_mod.format_cv(folds[:2])  # one seed: printed as before
+    assert "(probe seed" not in cv_mod.format_cv(folds[:2])  # one seed: printed as before
 
 
 def test_probes_scan_sentences_only_when_the_weights_read_them(handbook: Engine) -> None:

@@ -6,9 +6,9 @@ import itertools
 import random
 from pathlib import Path
 
-from retrieval.chunk import ChunkerConfig, chunk_document, chunk_sentence_spans, sentence_spans, sentences
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.extract import MarkdownExtractor
+from retrieval.ingest.chunk import ChunkerConfig, chunk_document, chunk_sentence_spans, sentence_spans, sentences
+from retrieval.ingest.formats.markdown import MarkdownExtractor
+from retrieval.models.embed import SentenceTransformerEmbedder
 from retrieval.types import Document, Section
 from tests.conftest import DEV_DOCS, require_dev_set
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from retrieval.citations import neutralise, says_not_found
+from retrieval.answer.citations import neutralise, says_not_found
 
 
 def test_model_written_links_and_slack_sequences_never_pass() -> None:

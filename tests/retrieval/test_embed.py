@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.cpu import CpuInfo
-from retrieval.embed import (
+from retrieval.models.cpu import CpuInfo
+from retrieval.models.embed import (
     COSINE_BAR,
     DEFAULT_MODEL_NAME,
     PROBE_TEXTS,
@@ -131,7 +131,7 @@ def test_the_onnx_runtime_never_loads_torch_once_exported(onnx_cache: Path) -> N
     cache = onnx_cache / "onnx"
     SentenceTransformerEmbedder(default_model_path(), runtime="onnx", cache_dir=cache).embed(["warm"])  # exported
     code = (
-        "import sys; from retrieval.embed import SentenceTransformerEmbedder, default_model_path; from retrieval.cpu import cpu_info\n"
+        "import sys; from retrieval.models.embed import SentenceTransformerEmbedder, default_model_path; from retrieval.models.cpu import cpu_info\n"
         f"e = SentenceTransformerEmbedder(default_model_path(), runtime='onnx', cache_dir=__import__('pathlib').Path({str(cache)!r}))\n"
         "v = e.embed(['How fast must a SEV1 page be acknowledged?']); e.count_tokens('x'); cpu_info().describe()\n"
         "assert v.shape == (1, 384), v.shape\n"

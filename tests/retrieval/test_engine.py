@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.engine import FolderMismatch
 from retrieval.errors import StoreError, SyncBusy
-from retrieval.manifest import INDEXED, STALE, WRITING, DocRecord
+from retrieval.index.manifest import INDEXED, STALE, WRITING, DocRecord
+from retrieval.search.engine import FolderMismatch
+from testkit.fakes import FakeClock, MemoryLease, MemoryManifest, MemoryStore, memory_engine
 from tests.conftest import EXAMPLES
-from tests.fakes import FakeClock, MemoryLease, MemoryManifest, MemoryStore, memory_engine
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ def test_a_crash_while_writing_is_rebuilt_by_the_next_sync(docs: Path) -> None:
 
 
 def test_records_show_what_would_be_stale_without_writing(docs: Path) -> None:
-    from retrieval.chunk import ChunkerConfig
+    from retrieval.ingest.chunk import ChunkerConfig
 
     store, manifest = MemoryStore(), MemoryManifest()
     memory_engine(docs, store=store, manifest=manifest).sync()
@@ -203,8 +203,8 @@ def test_a_scoped_search_only_sees_its_folders(tmp_path: Path) -> None:
 
 
 def test_the_nearest_sentence_skips_chunks_without_sentences_and_honours_folders() -> None:
-    from retrieval.search import Snapshot
-    from retrieval.store import StoredIndex
+    from retrieval.index.snapshot import Snapshot
+    from retrieval.index.store import StoredIndex
     from retrieval.types import Chunk
 
     chunks = [Chunk(f"c{i}", p, "T", "S", i, "t", "t", 0, 1) for i, p in enumerate(["a/x.md", "a/x.md", "b/y.md"])]
@@ -224,9 +224,9 @@ def test_the_nearest_sentence_skips_chunks_without_sentences_and_honours_folders
 
 
 def test_an_index_without_sentence_vectors_has_no_sentence_distance(docs: Path) -> None:
-    from retrieval.chunk import ChunkerConfig
-    from retrieval.eval_suite import load_documents, memory_snapshot
-    from retrieval.search import SearchConfig, Searcher
+    from retrieval.evaluation.suite import load_documents, memory_snapshot
+    from retrieval.ingest.chunk import ChunkerConfig
+    from retrieval.search.searcher import SearchConfig, Searcher
 
     eng = memory_engine(docs)
     snap = memory_snapshot(load_documents(docs, 10_000_000), ChunkerConfig(), eng.embedder)
@@ -235,7 +235,7 @@ def test_an_index_without_sentence_vectors_has_no_sentence_distance(docs: Path) 
 
 
 def test_a_search_told_not_to_scan_sentences_reports_none(docs: Path) -> None:
-    from retrieval.search import SearchConfig, Searcher
+    from retrieval.search.searcher import SearchConfig, Searcher
 
     eng = memory_engine(docs)
     eng.sync()
@@ -261,7 +261,7 @@ def test_a_failed_sync_is_recorded_and_the_old_searcher_keeps_answering(docs: Pa
 
 
 def test_record_with_negative_chunks_from_an_old_index_reads_as_writing() -> None:
-    from retrieval.manifest import from_fields, to_fields
+    from retrieval.index.manifest import from_fields, to_fields
 
     legacy = to_fields(DocRecord("a.md", "h", STALE, "indexing did not finish", 0, None))
     legacy["chunks"] = -1

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval.eval_suite import VectorCache
+from retrieval.evaluation.suite import VectorCache
 
 
 class CountingEmbedder:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.evaluate import destroyed, mrr, needle_rank, paired, passage, recall_at, sign_test, wilson
+from retrieval.evaluation.metrics import destroyed, mrr, needle_rank, paired, passage, recall_at, sign_test, wilson
 from retrieval.types import Chunk, Hit
 
 

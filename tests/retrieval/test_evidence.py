@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.evidence import SourceSentence, most_relevant, sources_block
+from retrieval.answer.evidence import SourceSentence, most_relevant, sources_block
 from retrieval.types import Chunk, Hit
 
 Q = np.asarray([1.0, 0.0], dtype=np.float32)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from retrieval.errors import ExtractionError
-from retrieval.extract import MarkdownExtractor, extractor_for
+from retrieval.ingest.extract import extractor_for
+from retrieval.ingest.formats.markdown import MarkdownExtractor
 
 EX = MarkdownExtractor()
 

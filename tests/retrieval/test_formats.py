@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.chunk import ChunkerConfig, chunk_document
-from retrieval.citations import make_citations
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import Engine
-from retrieval.extract import extractor_for
-from retrieval.manifest import FAILED, INDEXED
+from retrieval.answer.citations import Linker, make_citations
+from retrieval.index.manifest import FAILED, INDEXED
+from retrieval.ingest.chunk import ChunkerConfig, chunk_document
+from retrieval.ingest.extract import extractor_for
+from retrieval.models.embed import SentenceTransformerEmbedder
+from retrieval.search.engine import Engine
 from tests.conftest import make_engine
 from tests.retrieval import fixtures as fx
 
@@ -65,7 +65,7 @@ def office(embedder: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempP
 
 def _top(eng: Engine, question: str):  # type: ignore[no-untyped-def]
     hits = eng.searcher().search(question, k=4).hits
-    return hits[0], make_citations(hits[:1], None, eng.cfg.docs_dir)[0]
+    return hits[0], make_citations(hits[:1], Linker(docs_dir=eng.cfg.docs_dir))[0]
 
 
 def test_every_format_is_indexed_with_its_extractor_stamp(office: Engine) -> None:

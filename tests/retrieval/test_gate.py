@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.gate import GateConfig, decide, gate_signal, quoted_phrases
-from retrieval.search import SearchResult
+from retrieval.search.gate import GateConfig, decide, gate_signal, quoted_phrases
+from retrieval.search.searcher import SearchResult
 from retrieval.types import Chunk, Hit
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.manifest import FAILED, INDEXED
+from retrieval.index.manifest import FAILED, INDEXED
+from retrieval.models.embed import SentenceTransformerEmbedder
+from testkit.fakes import CountingEmbedder, HashEmbedder, memory_engine
 from tests.conftest import EXAMPLES, make_engine
-from tests.fakes import CountingEmbedder, HashEmbedder, memory_engine
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def test_empty_folder_gives_an_empty_searchable_index(tmp_path: Path) -> None:
 
 
 def test_snapshot_leaves_out_documents_it_may_not_search(docs: Path) -> None:
-    from retrieval.search import Snapshot
+    from retrieval.index.snapshot import Snapshot
 
     eng = memory_engine(docs)
     eng.sync()

@@ -1,12 +1,15 @@
-"""The sync lease: one holder at a time, on one machine (flock) and across replicas (Chroma)."""
+"""The sync lease: one holder at a time, on one machine (flock) and across replicas (shared records: Chroma, or memory)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.lease import ChromaLease, FileLease
-from retrieval.store import ChromaStore
-from tests.fakes import FakeClock
+import pytest
+
+from retrieval.index import MemoryRecords, SharedRecords
+from retrieval.index.lease import LOCKS, FileLease, SharedLease
+from retrieval.index.store import ChromaStore
+from testkit.fakes import FakeClock
 
 
 def test_a_file_lease_has_one_holder_and_counts_generations(tmp_path: Path) -> None:
@@ -20,11 +23,15 @@ def test_a_file_lease_has_one_holder_and_counts_generations(tmp_path: Path) -> N
     assert a.bump() == 1 and b.generation() == 1 and b.bump() == 2 and a.generation() == 2
 
 
-def test_a_chroma_lease_has_one_holder_until_it_expires(tmp_path: Path) -> None:
-    store = ChromaStore(tmp_path / "chroma")
+@pytest.fixture(params=["chroma", "memory"])
+def records(request: pytest.FixtureRequest, tmp_path: Path) -> SharedRecords:
+    return ChromaStore(tmp_path / "chroma").records(LOCKS) if request.param == "chroma" else MemoryRecords()
+
+
+def test_a_shared_lease_has_one_holder_until_it_expires(records: SharedRecords) -> None:
     clock = FakeClock(1_000_000.0)
-    one = ChromaLease(store, "replica-1", ttl_s=60, clock=clock)
-    two = ChromaLease(store, "replica-2", ttl_s=60, clock=clock)
+    one = SharedLease(records, "replica-1", ttl_s=60, clock=clock)
+    two = SharedLease(records, "replica-2", ttl_s=60, clock=clock)
     assert one.acquire()
     assert not two.acquire()
     assert one.acquire()  # its own lease: renewed

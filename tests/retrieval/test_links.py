@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from config.settings import load_settings
-from retrieval.citations import link_for
+from retrieval.answer.citations import Linker
+from retrieval.answer.links import SECRET_FILE, LinkSigner, load_secret
 from retrieval.errors import ConfigError
-from retrieval.links import SECRET_FILE, LinkSigner, load_secret
 
 KEY = b"k" * 32
 DAY = 86400.0
@@ -120,9 +120,9 @@ def test_settings_default_to_thirty_days_and_reject_a_weak_secret(tmp_path: Path
 
 def test_link_for_signs_only_viewer_links() -> None:
     signer = LinkSigner(KEY, DAY, Clock())
-    url = link_for("hr/tid off.md", "#char=3,9", None, None, "https://fn.example/", (3, 9), signer.sign)
+    url = Linker(None, None, "https://fn.example/", signer.sign).url("hr/tid off.md", "#char=3,9", (3, 9))
     parts = urlsplit(url)
     assert parts.path == "/view/hr/tid%20off.md" and parts.fragment == "char=3,9"
     assert signer.verify("hr/tid off.md", _q(parts.query)) == (True, "ok")
-    drive = link_for("hr/a.md", "#char=3,9", "https://drive.example", None, "https://fn.example", (3, 9), signer.sign)
+    drive = Linker("https://drive.example", None, "https://fn.example", signer.sign).url("hr/a.md", "#char=3,9", (3, 9))
     assert drive == "https://drive.example/hr/a.md#char=3,9"

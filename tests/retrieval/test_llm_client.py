@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from retrieval.errors import ModelError
-from retrieval.llm import OpenAICompatibleModel
+from retrieval.models.llm import OpenAICompatibleModel
 
 
 class FakeModelServer:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.answer.probe import ANSWER_PROBE
+from retrieval.answer.prompt import INSTRUCTIONS, AnswerFormat
 from retrieval.errors import ModelError
-from retrieval.llm import LanguageModel
-from retrieval.llm_lookup import cache_path, choose_lookup, describe_cached_lookup
-from retrieval.prompt import INSTRUCTIONS, AnswerFormat
-from tests.fakes import DraftingModel, FakeClock
+from retrieval.models.llm import LanguageModel
+from retrieval.models.lookup import cache_path, choose_lookup, describe_cached_lookup
+from testkit.fakes import DraftingModel, FakeClock
 
 KEY = "model.gguf|v1|cpu|llama.cpp 0.3|threads=2"
 
@@ -23,7 +24,7 @@ def _model(drafted: float, drafted_reply: str | None = None) -> DraftingModel:
 def test_auto_keeps_drafting_when_it_answers_sooner_with_the_same_answers(tmp_path: Path) -> None:
     weights = tmp_path / "model.gguf"
     m = _model(drafted=0.4)
-    report = choose_lookup(m, weights, "auto", KEY, clock=m.clock)
+    report = choose_lookup(m, weights, "auto", KEY, ANSWER_PROBE, clock=m.clock)
     assert report.on and report.how == "measured" and m.prompt_lookup
     assert report.plain_s == pytest.approx(1.5) and report.drafted_s == pytest.approx(0.9)
     assert cache_path(weights).is_file()
@@ -31,22 +32,22 @@ def test_auto_keeps_drafting_when_it_answers_sooner_with_the_same_answers(tmp_pa
 
 def test_drafting_that_is_slower_or_answers_otherwise_is_not_kept(tmp_path: Path) -> None:
     slower = _model(drafted=1.3)
-    assert not choose_lookup(slower, tmp_path / "a.gguf", "auto", KEY, clock=slower.clock).on
+    assert not choose_lookup(slower, tmp_path / "a.gguf", "auto", KEY, ANSWER_PROBE, clock=slower.clock).on
     assert not slower.prompt_lookup
     other = _model(drafted=0.2, drafted_reply="[2] Within 30 days.")
-    report = choose_lookup(other, tmp_path / "b.gguf", "auto", KEY, clock=other.clock)
+    report = choose_lookup(other, tmp_path / "b.gguf", "auto", KEY, ANSWER_PROBE, clock=other.clock)
     assert not report.on and not report.same_answers and "answers differ" in report.describe()
 
 
 def test_the_measurement_is_cached_per_key_and_reused_without_asking_the_model(tmp_path: Path) -> None:
     weights = tmp_path / "model.gguf"
     first = _model(drafted=0.4)
-    choose_lookup(first, weights, "auto", KEY, clock=first.clock)
+    choose_lookup(first, weights, "auto", KEY, ANSWER_PROBE, clock=first.clock)
     again = _model(drafted=5.0)  # would lose if measured: the cache decides
-    report = choose_lookup(again, weights, "auto", KEY, clock=again.clock)
+    report = choose_lookup(again, weights, "auto", KEY, ANSWER_PROBE, clock=again.clock)
     assert report.on and report.how == "cached measurement" and again.calls == [] and again.prompt_lookup
     other_cpu = _model(drafted=5.0)
-    assert not choose_lookup(other_cpu, weights, "auto", KEY + "|other cpu", clock=other_cpu.clock).on
+    assert not choose_lookup(other_cpu, weights, "auto", KEY + "|other cpu", ANSWER_PROBE, clock=other_cpu.clock).on
     assert other_cpu.calls  # measured again
     assert describe_cached_lookup(tmp_path).startswith("model: off (measured")
 
@@ -60,20 +61,20 @@ def test_a_probe_that_fails_leaves_drafting_off_and_is_measured_again_next_time(
 
     weights = tmp_path / "model.gguf"
     m = Failing("[1] Within 5 minutes.", FakeClock(), 0.5, 1.0, 0.4)
-    report = choose_lookup(m, weights, "auto", KEY, clock=m.clock)
+    report = choose_lookup(m, weights, "auto", KEY, ANSWER_PROBE, clock=m.clock)
     assert not report.on and not m.prompt_lookup and "not measured" in report.how
     assert not cache_path(weights).exists()
 
 
 def test_a_win_inside_the_probes_noise_does_not_turn_drafting_on(tmp_path: Path) -> None:
     m = _model(drafted=0.97)  # answers 1.47 s against 1.5 s: 2 %
-    assert not choose_lookup(m, tmp_path / "model.gguf", "auto", KEY, clock=m.clock).on
+    assert not choose_lookup(m, tmp_path / "model.gguf", "auto", KEY, ANSWER_PROBE, clock=m.clock).on
 
 
 def test_the_setting_forces_drafting_without_measuring(tmp_path: Path) -> None:
     for choice, on in (("on", True), ("off", False)):
         m = _model(drafted=5.0)
-        report = choose_lookup(m, tmp_path / "model.gguf", choice, KEY, clock=m.clock)  # type: ignore[arg-type]
+        report = choose_lookup(m, tmp_path / "model.gguf", choice, KEY, ANSWER_PROBE, clock=m.clock)  # type: ignore[arg-type]
         assert report.on is on and m.prompt_lookup is on and m.calls == []
         assert "forced" in report.how
     assert describe_cached_lookup(tmp_path / "nothing").startswith("not measured yet")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cpu import CpuInfo
+from retrieval.answer.probe import ANSWER_PROBE, alike
 from retrieval.errors import ModelError
-from retrieval.llm import LanguageModel
-from retrieval.llm_weights import (
+from retrieval.models.cpu import CpuInfo
+from retrieval.models.llm import LanguageModel
+from retrieval.models.weights import (
     WeightsTrial,
-    alike,
     cache_path,
     choose_weights,
     converted_path,
@@ -26,7 +26,7 @@ from retrieval.llm_weights import (
     widenable,
     widened_forms,
 )
-from tests.fakes import FakeClock, TimedModel
+from testkit.fakes import FakeClock, TimedModel
 
 Q5_0 = 8  # general.file_type of a mostly-Q5_0 file, like the packaged 0.5B
 
@@ -62,7 +62,7 @@ class Forms:
     def choose(self, choice: str = "auto", file_type: int | None = Q5_0, forms=("q8_0", "f16")):  # type: ignore[no-untyped-def]
         return choose_weights(
             self.src, choice, file_type=lambda: file_type, load=self.load, convert=self.convert,  # type: ignore[arg-type]
-            version="0.3.36", clock=self.clock, forms=forms,
+            version="0.3.36", check=ANSWER_PROBE, clock=self.clock, forms=forms,
         )  # fmt: skip
 
 

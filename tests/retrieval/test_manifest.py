@@ -7,20 +7,35 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.chroma_manifest import ChromaManifest
-from retrieval.manifest import FAILED, INDEXED, STALE, WRITING, DocRecord, Manifest, SqliteManifest, Stamps
-from retrieval.store import ChromaStore
-from tests.fakes import MemoryManifest
+from retrieval.index import MemoryRecords
+from retrieval.index.manifest import (
+    FAILED,
+    INDEX_META,
+    INDEXED,
+    MANIFEST,
+    STALE,
+    WRITING,
+    DocRecord,
+    Manifest,
+    RecordsManifest,
+    SqliteManifest,
+    Stamps,
+)
+from retrieval.index.store import ChromaStore
+from testkit.fakes import MemoryManifest
 
 STAMPS = Stamps("all-MiniLM-L6-v2", 384, "p1:chunk-v1", "markdown", "1")
 
 
-@pytest.fixture(params=["sqlite", "chroma", "memory"])
+@pytest.fixture(params=["sqlite", "chroma", "records-in-memory", "memory"])
 def manifest(request: pytest.FixtureRequest, tmp_path: Path) -> Manifest:
     if request.param == "sqlite":
         return SqliteManifest(tmp_path / "manifest.sqlite3")
     if request.param == "chroma":
-        return ChromaManifest(ChromaStore(tmp_path / "chroma"))
+        store = ChromaStore(tmp_path / "chroma")
+        return RecordsManifest(store.records(MANIFEST), store.records(INDEX_META))
+    if request.param == "records-in-memory":
+        return RecordsManifest(MemoryRecords(), MemoryRecords())
     return MemoryManifest()
 
 

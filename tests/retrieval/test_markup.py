@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.markup import plain
+from retrieval.ingest.markup import plain
 
 
 @pytest.mark.parametrize(

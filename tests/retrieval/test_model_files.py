@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.model_files import seed_models
+from retrieval.models.files import seed_models
 
 
 def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_them(tmp_path: Path) -> None:

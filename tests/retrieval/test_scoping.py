@@ -5,13 +5,14 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from pydantic import ValidationError
 
 from bot.scoping import ChannelScopes, Scope
-from retrieval.answer import AnswerService
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import Engine
-from retrieval.errors import ConfigError
-from retrieval.gate import GateConfig
+from config.settings import Settings
+from retrieval.answer.service import AnswerService
+from retrieval.models.embed import SentenceTransformerEmbedder
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig
 from tests.conftest import EXAMPLES, make_engine
 
 
@@ -46,13 +47,15 @@ def test_a_scoped_question_outside_its_collection_is_refused_and_names_it(folder
 
 
 def test_channel_scopes_parse_defaults_dms_and_exclusions() -> None:
-    scopes = ChannelScopes.parse("C0ENG=engineering|runbooks/, *=public, dm=public|hr", "C0RANDOM")
+    s = Settings(channel_folders="C0ENG=engineering|runbooks/, *=public, dm=public|hr", excluded_channels="C0RANDOM")
+    scopes = ChannelScopes(s.channel_folders, s.excluded_channels)
     assert scopes.for_channel("C0ENG") == Scope(("engineering", "runbooks"))
     assert scopes.for_channel("C0OTHER") == Scope(("public",))
     assert scopes.for_channel("D123", is_dm=True) == Scope(("public", "hr"))
     assert scopes.for_channel("C0RANDOM").excluded
-    assert ChannelScopes.parse("").for_channel("C1") == Scope(None)  # no mapping: everything
-    with pytest.raises(ConfigError, match="should look like"):
-        ChannelScopes.parse("C0ENG")
-    with pytest.raises(ConfigError, match="may not leave"):
-        ChannelScopes.parse("C0ENG=../secrets")
+    none = Settings(channel_folders="")
+    assert ChannelScopes(none.channel_folders, none.excluded_channels).for_channel("C1") == Scope(None)  # everything
+    with pytest.raises(ValidationError, match="should look like"):
+        Settings(channel_folders="C0ENG")
+    with pytest.raises(ValidationError, match="may not leave"):
+        Settings(channel_folders="C0ENG=../secrets")

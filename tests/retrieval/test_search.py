@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.engine import Engine
-from retrieval.evaluate import needle_rank, recall_at
-from retrieval.gate import GateConfig, gate_signal
-from retrieval.search import SearchConfig, Searcher, reciprocal_rank
+from retrieval.evaluation.metrics import needle_rank, recall_at
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig, gate_signal
+from retrieval.search.searcher import SearchConfig, Searcher, reciprocal_rank
 from tests.conftest import DEV, read_jsonl
 
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer import AnswerService
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import FolderMismatch
+from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError, SyncBusy
-from retrieval.gate import GateConfig
-from retrieval.llm import OpenAICompatibleModel
-from retrieval.manifest import INDEXED
+from retrieval.index.manifest import INDEXED
+from retrieval.models.embed import SentenceTransformerEmbedder
+from retrieval.models.llm import OpenAICompatibleModel
+from retrieval.search.engine import FolderMismatch
+from retrieval.search.gate import GateConfig
+from testkit.servers import Server, chroma_server, free_port, llama_server
 from tests.conftest import EXAMPLES, ROOT, make_engine
-from tests.servers import Server, chroma_server, free_port, llama_server
 
 QUESTION = "How fast must a SEV1 page be acknowledged?"
 
@@ -46,7 +46,7 @@ REPLICA = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[4])
     from tests.conftest import make_engine
-    from retrieval.embed import load_embedder
+    from retrieval.models.embed import load_embedder
     eng = make_engine(load_embedder(), Path(sys.argv[1]), Path(sys.argv[2]), chroma_url=sys.argv[3])
     hits = eng.searcher().search(sys.argv[5], k=5).hits
     print(json.dumps([[h.chunk.id, round(h.score, 5)] for h in hits]))
@@ -101,10 +101,11 @@ def test_one_replica_syncs_at_a_time_and_the_others_pick_up_its_changes(
 def test_a_slack_event_is_claimed_by_exactly_one_replica(
     embedder: SentenceTransformerEmbedder, chroma_url: str, docs: Path, tmp_path: Path
 ) -> None:
-    from bot.claims import ChromaClaims
+    from bot.claims import CLAIMS, SharedClaims
 
     store = make_engine(embedder, tmp_path / "a", docs, chroma_url=chroma_url).store
-    one, two = ChromaClaims(store, "replica-1"), ChromaClaims(store, "replica-2")
+    records = store.records(CLAIMS)
+    one, two = SharedClaims(records, "replica-1"), SharedClaims(records, "replica-2")
     assert one.claim("Ev123") is True
     assert two.claim("Ev123") is False  # Slack's retry landed on the other replica: ignored
     assert two.claim("Ev124") is True and one.claim("Ev124") is False
@@ -112,7 +113,7 @@ def test_a_slack_event_is_claimed_by_exactly_one_replica(
 
 @pytest.fixture(scope="module")
 def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
-    from retrieval.model_files import default_gguf
+    from retrieval.models.files import default_gguf
 
     tmp = tmp_path_factory.mktemp("llm-server")
     port = free_port()

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.store import ChromaStore, VectorStore
+from retrieval.index.store import ChromaStore, VectorStore
 from retrieval.types import Chunk
-from tests.fakes import HashEmbedder, MemoryStore
+from testkit.fakes import HashEmbedder, MemoryStore
 
 EMB = HashEmbedder()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.evidence import SourceSentence, most_relevant
-from retrieval.prompt import Claim, parse_claims, visible_partial
-from retrieval.support import SupportConfig, check, polarity_agrees
+from retrieval.answer.evidence import SourceSentence, most_relevant
+from retrieval.answer.prompt import Claim, parse_claims, visible_partial
+from retrieval.answer.support import SupportConfig, check, polarity_agrees
 from retrieval.types import Chunk, Hit
 
 EXTRACTS = "Note that this pipeline works by extracting information from the provided context; it does not generate the answer."

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.chunk import ChunkerConfig
-from retrieval.embed import SentenceTransformerEmbedder
-from retrieval.engine import Engine
-from retrieval.manifest import INDEXED, STALE
+from retrieval.index.manifest import INDEXED, STALE
+from retrieval.ingest.chunk import ChunkerConfig
+from retrieval.models.embed import SentenceTransformerEmbedder
+from retrieval.search.engine import Engine
+from testkit.fakes import CountingEmbedder, GatedEmbedder, RenamedEmbedder
 from tests.conftest import EXAMPLES, ROOT, make_engine
-from tests.fakes import CountingEmbedder, GatedEmbedder, RenamedEmbedder
 from tests.retrieval.test_indexer import _agree
 
 
@@ -139,7 +139,7 @@ KILLED_SYNC = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
     from tests.conftest import make_engine
-    from retrieval.embed import load_embedder
+    from retrieval.models.embed import load_embedder
     make_engine(load_embedder(), Path(sys.argv[1]), Path(sys.argv[2])).sync()
     """
 )

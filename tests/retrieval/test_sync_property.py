@@ -14,8 +14,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval.manifest import INDEXED
-from tests.fakes import memory_engine
+from retrieval.index.manifest import INDEXED
+from testkit.fakes import memory_engine
 
 NAMES = ["a.md", "b.md", "sub/c.md", "sub/d.txt"]
 BODIES = [

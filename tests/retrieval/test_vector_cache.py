@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.vector_cache import CachingEmbedder
-from tests.fakes import CountingEmbedder, HashEmbedder, RenamedEmbedder
+from retrieval.evaluation.vectors import CachingEmbedder
+from testkit.fakes import CountingEmbedder, HashEmbedder, RenamedEmbedder
 
 
 def test_a_second_run_embeds_only_the_texts_it_has_not_seen(tmp_path: Path) -> None:

@@ -1,0 +1,379 @@
+"""The one place Footnote is wired: every part built from one :class:`Settings`, each once.
+
+Below this module every collaborator is an argument. This module decides which real
+ones they are (Chroma on disk or a Chroma server, SQLite or shared records, a file lease
+or a shared one), loads each model once per process, and builds what ``footnote serve``
+runs: the answer service, the scheduler, the Slack app and its intake. The CLI, the
+benchmarks and the tests build through it, so each runs what production runs.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from bot.claims import CLAIMS, FirstDelivery, SharedClaims
+from bot.delivery import Delivery
+from bot.feedback import FeedbackStore
+from bot.health import Health, index_health
+from bot.intake import Intake
+from bot.journal import Journal
+from bot.metrics import Metrics
+from bot.scheduler import SyncSchedule, make_trigger
+from bot.scoping import ChannelScopes
+from bot.serve import ModelLoad, ServeOptions, Service
+from bot.slack_app import SlackBot
+from bot.threads import BotIdentity, SlackThreads
+from bot.viewer import render_view
+from config.settings import Settings
+from retrieval.answer import ANSWER_PROBE, AnswerService, Linker, LinkSigner, Rewriter, load_secret
+from retrieval.errors import ConfigError, ModelError
+from retrieval.index import Storage, open_storage
+from retrieval.ingest import ChunkerConfig, ExtractionRunner
+from retrieval.models import (
+    Embedder,
+    LanguageModel,
+    OpenAICompatibleModel,
+    PackagedModel,
+    limit_blas_threads,
+    load_embedder,
+    load_model,
+)
+from retrieval.search import (
+    DEFAULT_THRESHOLD,
+    Calibration,
+    CalibrationCache,
+    CalibrationConfig,
+    Calibrator,
+    Engine,
+    EngineConfig,
+    GateConfig,
+    Reranker,
+    SearchConfig,
+    load_reranker,
+)
+
+
+@dataclass(frozen=True)
+class SlackOptions:
+    """How answers are delivered and how much of a thread is read (from settings)."""
+
+    stream_interval_s: float = 1.5
+    native_stream: bool = True
+    thread_messages: int = 20
+    thread_context_chars: int = 800
+
+
+def build_engine(
+    cfg: EngineConfig, embedder: Embedder, reranker: Reranker | None, storage: Storage, extract_timeout_s: float = 60.0
+) -> Engine:
+    """An engine on ``storage``: the product's wiring, also for tests on a real index."""
+    return Engine(
+        cfg,
+        embedder,
+        reranker,
+        store=storage.store,
+        manifest=storage.manifest,
+        lease=storage.lease,
+        runner=ExtractionRunner(extract_timeout_s),
+    )
+
+
+def build_slack_bot(
+    answers: AnswerService,
+    bot_token: str,
+    signing_secret: str,
+    data_dir: Path,
+    *,
+    api_url: str | None = None,
+    status: Callable[[], Health] | None = None,
+    metrics: Metrics | None = None,
+    first_delivery: Callable[[str], bool] | None = None,
+    scopes: ChannelScopes | None = None,
+    options: SlackOptions = SlackOptions(),
+) -> SlackBot:
+    """The Bolt app and everything its handlers hand work to: the Web API client, the
+    thread reader, the journal, the delivery, the intake and the first-delivery claims."""
+    client = WebClient(token=bot_token, base_url=api_url or WebClient.BASE_URL)
+    client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=3))
+    me = BotIdentity(client)
+    threads = SlackThreads(client, me, options.thread_messages, options.thread_context_chars)
+    feedback = FeedbackStore(data_dir)
+    journal = Journal(data_dir)
+    scopes = scopes or ChannelScopes({})
+    delivery = Delivery(client, me, options.stream_interval_s, options.native_stream)
+    intake = Intake(answers, delivery, journal, threads, feedback, scopes, metrics)
+    app = App(signing_secret=signing_secret, client=client)
+    return SlackBot(
+        app, client, intake, journal, threads, feedback, scopes, FirstDelivery(first_delivery), status=status
+    )
+
+
+class Builder:
+    """Builds each part from the settings when first asked, once per process.
+
+    ``embedder`` replaces the configured one (the eval passes one that remembers its vectors).
+    """
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        limit_blas_threads()
+        self.settings = settings
+        self._rewrite_failure: ModelError | None = None  # a separate rewrite model that would not load
+        if embedder is not None:
+            self.__dict__["embedder"] = embedder  # what the cached property would have loaded
+
+    # -- the core ------------------------------------------------------------------------
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        s = self.settings
+        return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models")
+
+    def chunker(self) -> ChunkerConfig:
+        s = self.settings
+        return ChunkerConfig(target=s.chunk_size, overlap=s.chunk_overlap, window=256)
+
+    def search_config(self) -> SearchConfig:
+        s = self.settings
+        return SearchConfig(fusion=s.fusion, weight_bm25=s.weight_bm25, candidates=s.candidates)
+
+    def gate_config(self) -> GateConfig:
+        """The explicit FOOTNOTE_GATE_THRESHOLD, else the calibrated one (DEFAULT_THRESHOLD until there is one)."""
+        s = self.settings
+        if s.gate_threshold is not None:
+            return GateConfig(s.gate_threshold, s.gate_coverage_weight, s.gate_sentence_weight)
+        return GateConfig(
+            DEFAULT_THRESHOLD, s.gate_coverage_weight, s.gate_sentence_weight, calibrated=self.calibrator.threshold
+        )
+
+    def calibration_config(self) -> CalibrationConfig:
+        s = self.settings
+        return CalibrationConfig(
+            target_bluff=s.gate_target_bluff,
+            refusal_budget=s.gate_refusal_budget,
+            max_refusal=s.gate_max_refusal,
+            coverage_weight=s.gate_coverage_weight,
+            sentence_weight=s.gate_sentence_weight,
+            in_domain=s.gate_probes,
+        )
+
+    @cached_property
+    def calibrator(self) -> Calibrator:
+        cache = CalibrationCache(Path(self.settings.data_dir) / "calibration.json")
+        return Calibrator(self.engine.searcher, self.engine.lease.generation, cache, self.calibration_config())
+
+    def calibration(self) -> Calibration | None:
+        """The last finished calibration, or None when an explicit threshold turns it off."""
+        return None if self.settings.gate_threshold is not None else self.calibrator.latest()
+
+    def calibrate_in_background(self) -> None:
+        """After a sync: recalibrate the gate in a thread (no-op with an explicit threshold)."""
+        if self.settings.gate_threshold is None:
+            self.calibrator.start()
+
+    def engine_config(self) -> EngineConfig:
+        s = self.settings
+        return EngineConfig(
+            docs_dir=s.docs_dir,
+            chunker=self.chunker(),
+            search=self.search_config(),
+            max_file_bytes=int(s.max_file_mb * 1_000_000),
+            ignore=s.ignore,
+            ocr=s.ocr,
+        )
+
+    @cached_property
+    def storage(self) -> Storage:
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        return open_storage(self.settings.data_dir, self.settings.chroma_url, owner)
+
+    @cached_property
+    def engine(self) -> Engine:
+        s = self.settings
+        reranker = load_reranker(s.reranker, s.weight_sentence, s.weight_section)
+        return build_engine(self.engine_config(), self.embedder, reranker, self.storage, s.extract_timeout_s)
+
+    def _load_model(
+        self,
+        gguf: Path | None,
+        url: str | None,
+        packaged: PackagedModel,
+        n_ctx: int,
+        prompt_lookup: str | None = None,
+    ) -> LanguageModel:
+        s = self.settings
+        return load_model(
+            gguf,
+            url,
+            s.data_dir / "models",
+            check=ANSWER_PROBE,
+            n_ctx=n_ctx,
+            threads=s.llm_threads,
+            timeout_s=s.llm_timeout_s,
+            packaged=packaged,
+            n_batch=s.llm_batch,
+            flash_attn=s.llm_flash_attn,
+            weights=s.llm_weights,
+            prompt_lookup="off" if prompt_lookup == "off" else s.llm_prompt_lookup,
+            deadline_s=s.answer_deadline_s,
+        )
+
+    @cached_property
+    def model(self) -> LanguageModel:
+        s = self.settings
+        return self._load_model(s.llm_gguf, s.llm_url, s.llm, s.llm_context)
+
+    def rewrite_is_answer_model(self) -> bool:
+        """Whether the rewriter is the answer model itself (nothing more to load)."""
+        s = self.settings
+        return s.rewrite == "answer-model" or (s.rewrite == s.llm and not s.llm_gguf and not s.llm_url)
+
+    @cached_property
+    def rewrite_model(self) -> LanguageModel:
+        """The model that rewrites questions (FOOTNOTE_REWRITE): the answer model, or a packaged one
+        beside it (a question, its thread's earlier questions and the rewrite in 2,048 tokens; a
+        longer prompt is a ModelError, so that question is searched as asked). Beside it, it never
+        drafts: a rewrite is mostly new words, and drafting them from the prompt cost time (the
+        1.5B on a 2-core AMD EPYC with AVX-512: 1.60 s p50 drafted, 0.95 s not); its weights take
+        the form FOOTNOTE_LLM_WEIGHTS says (auto: measured without drafts)."""
+        rewrite = self.settings.rewrite
+        if self.rewrite_is_answer_model() or rewrite != "qwen-1.5b":
+            return self.model
+        return self._load_model(None, None, rewrite, 2048, prompt_lookup="off")
+
+    def _rewrite_model_once(self) -> LanguageModel:
+        """The rewrite model; a separate one that failed to load is not tried again on every
+        question (assembling and hashing the 1.5B takes seconds) but until the next start."""
+        if self._rewrite_failure is not None:
+            raise self._rewrite_failure
+        try:
+            return self.rewrite_model
+        except ModelError as exc:
+            if not self.rewrite_is_answer_model():
+                self._rewrite_failure = exc
+            raise
+
+    def rewriter(self) -> Rewriter | None:
+        s = self.settings
+        if s.rewrite == "off":
+            return None
+        # A rewrite adds at most a third of the answer deadline (and never more than 10 s) before the answer.
+        return Rewriter(self._rewrite_model_once, deadline_s=min(10.0, s.answer_deadline_s / 3))
+
+    def model_reachable(self) -> bool:
+        """For /healthz: a model server answers its model list; an in-process model is loadable."""
+        s = self.settings
+        if s.llm_url:
+            return OpenAICompatibleModel(s.llm_url).reachable()
+        return s.llm_gguf is None or s.llm_gguf.is_file()
+
+    @cached_property
+    def links(self) -> LinkSigner:
+        """Signs the viewer links citations carry, and checks them in /view."""
+        s = self.settings
+        secret = load_secret(s.data_dir, s.link_secret.get_secret_value() if s.link_secret else None)
+        return LinkSigner(secret, s.link_ttl_days * 86400)
+
+    @cached_property
+    def answers(self) -> AnswerService:
+        """The one answer service every surface (CLI, Slack) calls."""
+        s = self.settings
+        return AnswerService(
+            self.engine.searcher,
+            lambda: self.model,
+            self.gate_config(),
+            links=Linker(s.docs_url, s.docs_dir, s.public_url, self.links.sign if s.public_url else None),
+            max_sources=s.max_sources,
+            max_tokens=s.llm_max_tokens,
+            max_sentences=s.max_sentences,
+            rewriter=self.rewriter(),
+        )
+
+    # -- serving ---------------------------------------------------------------------------
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        return Metrics(self.engine.manifest.totals)
+
+    @cached_property
+    def schedule(self) -> SyncSchedule:
+        return SyncSchedule(make_trigger(self.settings.sync_minutes, self.settings.sync_cron))
+
+    def health(self) -> Health:
+        return index_health(self.engine, self.schedule.next_run(), self.calibration())
+
+    def _claims(self) -> Callable[[str], bool] | None:
+        """With a shared index, retries are recognised across replicas."""
+        if not self.storage.store.shared:
+            return None
+        return SharedClaims(self.storage.records(CLAIMS), f"{socket.gethostname()}:{os.getpid()}").claim
+
+    @cached_property
+    def slack_bot(self) -> SlackBot:
+        s = self.settings
+        if s.slack_bot_token is None:
+            raise ConfigError("SLACK_BOT_TOKEN is not set: create the app from config/slack_manifest.yaml first")
+        return build_slack_bot(
+            self.answers,
+            s.slack_bot_token.get_secret_value(),
+            s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else "",
+            s.data_dir,
+            api_url=s.slack_api_url,
+            status=self.health,
+            metrics=self.metrics,
+            first_delivery=self._claims(),
+            scopes=ChannelScopes(s.channel_folders, s.excluded_channels),
+            options=SlackOptions(
+                stream_interval_s=s.slack_stream_interval_s,
+                native_stream=s.slack_native_stream,
+                thread_messages=s.thread_messages,
+                thread_context_chars=s.thread_context_chars,
+            ),
+        )
+
+    def models_to_load(self) -> list[ModelLoad]:
+        """The in-process models `footnote serve` loads before its first sync: the answer model,
+        and a query-rewrite model beside it (FOOTNOTE_REWRITE), without which questions are
+        searched as asked."""
+        s = self.settings
+        loads: list[ModelLoad] = []
+        if not s.llm_url:
+            loads.append(("language model", lambda: self.model))
+        if s.rewrite != "off" and not self.rewrite_is_answer_model():
+            loads.append(("query-rewrite model", lambda: self.rewrite_model))
+        return loads
+
+    def serve_options(self, host: str, port: int | None, socket_mode: bool) -> ServeOptions:
+        s = self.settings
+        token = s.slack_app_token.get_secret_value() if socket_mode and s.slack_app_token else None
+        return ServeOptions(
+            host, port or s.http_port, token, journal_max_age_s=s.journal_max_age_s, shutdown_grace_s=s.shutdown_grace_s
+        )
+
+    def service(self) -> Service:
+        """Everything `footnote serve` runs."""
+        s = self.settings
+        runner = self.engine.indexer.runner
+
+        def view(path: str, query: dict[str, str]) -> tuple[int, str]:
+            return render_view(s.docs_dir, path, query, runner.extract, s.ocr, verify=self.links.verify)
+
+        return Service(
+            engine=self.engine,
+            bot=self.slack_bot,
+            metrics=self.metrics,
+            schedule=self.schedule,
+            health=self.health,
+            model_reachable=self.model_reachable,
+            calibrate=self.calibrate_in_background,
+            view=view,
+        )

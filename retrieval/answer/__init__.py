@@ -1,0 +1,37 @@
+"""Answers: from a question to a reply whose every sentence is backed by what it cites.
+
+The service searches, asks the gate, shows the model numbered source sentences
+(``evidence``) in a fixed prompt and grammar (``prompt``), checks every sentence of the
+reply against the sentence it cites (``support``) and attaches document, section, quote
+and a signed link with a locator (``citations``, ``links``). The model writes only the
+numbers. ``probe`` is the answer format's probe that times a model's weights.
+"""
+
+from __future__ import annotations
+
+from retrieval.answer.citations import BROADCAST, Citation, Linker, locator_for, neutralise
+from retrieval.answer.links import LinkSigner, SignLink, VerifyLink, load_secret
+from retrieval.answer.probe import ANSWER_PROBE
+from retrieval.answer.rewrite import Rewrite, Rewriter, widen
+from retrieval.answer.service import Answer, AnswerCheck, AnswerService
+from retrieval.answer.support import content_words
+
+__all__ = [
+    "ANSWER_PROBE",
+    "BROADCAST",
+    "Answer",
+    "AnswerCheck",
+    "AnswerService",
+    "Citation",
+    "LinkSigner",
+    "Linker",
+    "Rewrite",
+    "Rewriter",
+    "SignLink",
+    "VerifyLink",
+    "content_words",
+    "load_secret",
+    "locator_for",
+    "neutralise",
+    "widen",
+]

@@ -1,0 +1,138 @@
+"""Answer-level evaluation (``footnote eval --answers``): what a reader gets, not only
+what the retriever found.
+
+Per question: answered or refused; whether the answer cites; whether a cited
+evidence span contains the needle (the verbatim sentence that answers it: it cannot
+exceed retrieval's R@4, so both are reported); the share of the needle's content
+words in the answer text; what the support check removed or re-attributed; and the
+time. Out-of-domain questions that get an answer are bluffs. Shares carry 95 %
+Wilson intervals, and two runs on the same questions are compared with the paired
+exact sign test, like retrieval strategies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from retrieval.answer import Answer, AnswerService, content_words
+from retrieval.errors import FootnoteError
+from retrieval.evaluation.metrics import normalise, sign_test, wilson
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    id: str
+    style: str
+    question: str
+    ood: bool
+    refused: bool
+    reason: str
+    cited: bool  # at least one citation in the answer text
+    evidence_hit: bool  # a cited evidence span contains the whole needle
+    needle_share: float  # share of the needle's content words found in the answer text
+    removed: int
+    reattributed: int
+    shown_as_evidence: bool
+    seconds: float
+    text: str
+
+    @property
+    def answered(self) -> bool:
+        return not self.refused
+
+
+def needle_share(needle: str, text: str) -> float:
+    want = content_words(needle)
+    return len(want & content_words(text)) / len(want) if want else 0.0
+
+
+def score(qid: str, style: str, question: str, needle: str, a: Answer, seconds: float, ood: bool) -> AnswerRow:
+    hit = bool(needle) and any(normalise(needle) in normalise(c.quote) for c in a.citations)
+    return AnswerRow(
+        qid,
+        style,
+        question,
+        ood,
+        a.refused,
+        a.reason,
+        bool(a.citations) and not a.refused,
+        hit and not a.refused,
+        needle_share(needle, a.text) if needle and not a.refused else 0.0,
+        a.check.removed,
+        a.check.reattributed,
+        a.check.shown_as_evidence,
+        seconds,
+        a.text,
+    )
+
+
+def run_answers(
+    service: AnswerService, questions: Sequence[Any], ood: Sequence[Any], progress: Progress = lambda _m: None
+) -> list[AnswerRow]:
+    """Ask every question through the real answer service (the model is called)."""
+    rows = []
+    every = [(q, False) for q in questions] + [(q, True) for q in ood]
+    for i, (q, is_ood) in enumerate(every, start=1):
+        t = time.perf_counter()
+        try:
+            a = service.answer(q.question)
+        except FootnoteError as exc:  # a model that timed out on one question is a result, not a crash
+            a = Answer(q.question, True, f"error: {exc}", "", [])
+        rows.append(score(q.id, q.style, q.question, q.needle, a, time.perf_counter() - t, is_ood))
+        if i % 10 == 0 or i == len(every):
+            progress(f"answers {i}/{len(every)}")
+    return rows
+
+
+def _share(k: int, n: int) -> dict[str, Any]:
+    lo, hi = wilson(k, n)
+    return {"k": k, "n": n, "share": k / n if n else 0.0, "wilson": [round(lo, 4), round(hi, 4)]}
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))] if s else 0.0
+
+
+def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
+    inside = [r for r in rows if not r.ood]
+    outside = [r for r in rows if r.ood]
+    answered = [r for r in inside if r.answered]
+    model_times = [r.seconds for r in rows if r.answered or r.reason == "the model found no answer in the sources"]
+    return {
+        "questions": len(inside),
+        "answered": _share(len(answered), len(inside)),
+        "refused": _share(len(inside) - len(answered), len(inside)),
+        "cited_of_answered": _share(sum(r.cited for r in answered), len(answered)),
+        "evidence_hit": _share(sum(r.evidence_hit for r in inside), len(inside)),
+        "needle_share_mean": sum(r.needle_share for r in inside) / len(inside) if inside else 0.0,
+        "removed": sum(r.removed for r in rows),
+        "reattributed": sum(r.reattributed for r in rows),
+        "shown_as_evidence": sum(r.shown_as_evidence for r in rows if r.answered),
+        "ood": len(outside),
+        "ood_answered": _share(sum(r.answered for r in outside), len(outside)),
+        "seconds_p50": _pct(model_times, 0.5),
+        "seconds_p95": _pct(model_times, 0.95),
+    }
+
+
+def compare(a: Sequence[AnswerRow], b: Sequence[AnswerRow], metric: str) -> dict[str, Any]:
+    """Paired sign test of two runs on the same questions for a yes/no metric (e.g. evidence_hit)."""
+    by_id = {(r.id, r.question): r for r in b}
+    pairs = [(getattr(r, metric), getattr(by_id[(r.id, r.question)], metric)) for r in a if (r.id, r.question) in by_id]
+    wins = sum(x and not y for x, y in pairs)
+    losses = sum(y and not x for x, y in pairs)
+    return {"metric": metric, "pairs": len(pairs), "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+
+
+def rows_json(rows: Sequence[AnswerRow]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in rows]
+
+
+def rows_from_json(data: Sequence[dict[str, Any]]) -> list[AnswerRow]:
+    return [AnswerRow(**d) for d in data]

@@ -1,0 +1,314 @@
+"""The evaluation suite behind ``footnote eval``: strategies, paired tests, refusal sweep.
+
+Retrieval is measured without the language model (no generation call is needed
+to know whether the passage that answers a question was found), so the whole
+suite is cheap enough to run at every deploy. The seed's six chunking strategies
+are rebuilt in memory from the same documents; BM25-only, hybrid (RRF) and the
+default pipeline run on the product's own index.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.answer import Rewrite, widen
+from retrieval.errors import ConfigError
+from retrieval.evaluation.cross_validation import signal_aucs
+from retrieval.evaluation.metrics import (
+    Rank,
+    destroyed,
+    hits_at,
+    mrr,
+    needle_rank,
+    paired,
+    passage,
+    recall_at,
+    sign_test,
+    wilson,
+)
+from retrieval.index import Snapshot, StoredIndex
+from retrieval.ingest import ChunkerConfig, chunk_document, extractor_for, walk
+from retrieval.models import Embedder
+from retrieval.search import (
+    GateConfig,
+    SearchConfig,
+    Searcher,
+    SearchResult,
+    decide,
+    facts_of,
+    gate_signal,
+    round_thresholds,
+)
+from retrieval.types import Document
+
+KS = (1, 4, 8, 20)
+CONTEXT_K = 4
+# The seed's six strategies: three independent ingredients (boundaries, header, overlap).
+CHUNKING: dict[str, tuple[str, dict[str, Any]]] = {
+    "A": ("blind 512", {"boundaries": False, "header": False}),
+    "B": ("A + 64 overlap", {"boundaries": False, "header": False, "overlap": 64}),
+    "C": ("boundaries", {"header": False}),
+    "D": ("C + 64 overlap", {"header": False, "overlap": 64}),
+    "E": ("C + header", {}),
+    "F": ("E + 64 overlap", {"overlap": 64}),
+}
+# (a, b, k): the comparisons the seed draws conclusions from.
+COMPARISONS: tuple[tuple[str, str, int], ...] = (
+    ("E", "A", 20),
+    ("E", "C", 20),
+    ("B", "A", 20),
+    ("F", "E", 20),
+    ("hybrid", "E", 4),
+    ("default", "hybrid", 1),
+)
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    needle: str = ""
+    style: str = ""
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any], *, needs_needle: bool) -> Question:
+        if "question" not in row or (needs_needle and not row.get("needle")):
+            want = '"question" and "needle"' if needs_needle else '"question"'
+            raise ConfigError(f"question line {row.get('id', '?')!r} needs {want}")
+        return cls(str(row.get("id", "")), row["question"], row.get("needle", ""), row.get("style", ""))
+
+
+@dataclass
+class StrategyRun:
+    name: str
+    label: str
+    ranks: list[Rank]
+    destroyed: int
+    context_chars: float
+    styles: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.ranks)
+        out: dict[str, Any] = {
+            "label": self.label,
+            "n": n,
+            "recall_at": {str(k): recall_at(self.ranks, k) for k in KS},
+            "mrr": mrr(self.ranks),
+            "destroyed": self.destroyed,
+            "context_chars": self.context_chars,
+            "wilson": {str(k): list(wilson(hits_at(self.ranks, k), n)) for k in KS},
+        }
+        if any(self.styles):
+            out["by_style"] = {}
+            for style in sorted(set(self.styles)):
+                sub = [r for r, s in zip(self.ranks, self.styles, strict=True) if s == style]
+                out["by_style"][style] = {
+                    "n": len(sub),
+                    "recall_at": {str(k): recall_at(sub, k) for k in KS},
+                    "mrr": mrr(sub),
+                }
+        return out
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    threshold: float
+    bluffs: int
+    refused: int
+    is_default: bool
+
+
+@dataclass
+class EvalReport:
+    strategies: dict[str, StrategyRun]  # "default" first
+    sign_tests: list[dict[str, Any]]
+    sweep: list[SweepRow]
+    signals: dict[str, list[float]]
+    n_ood: int
+    gate: GateConfig
+    aucs: dict[str, float] = field(default_factory=dict)  # the gate signal's parts, in-domain vs OOD
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "default": self.strategies["default"].summary(),
+            "strategies": {k: v.summary() for k, v in self.strategies.items() if k != "default"},
+            "sign_tests": self.sign_tests,
+            "refusal_sweep": [
+                {
+                    "threshold": r.threshold,
+                    "bluffs": r.bluffs,
+                    "of": self.n_ood,
+                    "refused": r.refused,
+                    "default": r.is_default,
+                }
+                for r in self.sweep
+            ],
+            "gate": {
+                "threshold": self.gate.threshold,
+                "coverage_weight": self.gate.coverage_weight,
+                "sentence_weight": self.gate.sentence_weight,
+            },
+            "gate_signal": self.signals,
+            "gate_auc": self.aucs,
+        }
+
+
+def load_documents(docs_dir: Path, max_bytes: int, ignore: Sequence[str] = (), ocr: bool = False) -> list[Document]:
+    """Every document the indexer would index (failures are the indexer's business)."""
+    docs = []
+    for src in walk(docs_dir, ignore):
+        ex = extractor_for(src.rel, ocr)
+        if ex is None or src.path.stat().st_size > max_bytes:
+            continue
+        try:
+            docs.append(ex.extract(src.rel, src.path.read_bytes()))
+        except Exception:
+            continue
+    return docs
+
+
+class VectorCache:
+    """Embeds each distinct text once across every strategy of one eval run.
+
+    Seeded with the product index's own chunk vectors, so the strategy that matches the
+    product's chunker (E) embeds nothing, and the others only the texts they cut differently.
+    """
+
+    def __init__(self, embedder: Embedder, seed: Snapshot | None = None) -> None:
+        self.embedder = embedder
+        self._vecs: dict[str, np.ndarray] = {}
+        if seed is not None and len(seed.vectors) == len(seed.chunks):
+            self._vecs = {c.text: seed.vectors[i] for i, c in enumerate(seed.chunks)}
+        self.embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vecs))
+        if missing:
+            self._vecs.update(zip(missing, self.embedder.embed(missing), strict=True))
+            self.embedded += len(missing)
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), np.float32)
+        return np.stack([self._vecs[t] for t in texts]).astype(np.float32)
+
+
+def memory_snapshot(
+    docs: Sequence[Document], chunker: ChunkerConfig, embedder: Embedder, cache: VectorCache | None = None
+) -> Snapshot:
+    """A dense-only index of ``docs`` in memory, for comparing chunking strategies."""
+    chunks = [c for d in docs for c in chunk_document(d, chunker, embedder.count_tokens)]
+    vectors = (cache or VectorCache(embedder)).embed([c.text for c in chunks])
+    empty = np.zeros((0, vectors.shape[1] if vectors.ndim == 2 else embedder.dimension), np.float32)
+    return Snapshot.build(StoredIndex(chunks, vectors, empty, np.zeros(0, np.int64)), embedder.name)
+
+
+def run_strategy(
+    name: str, label: str, searcher: Searcher, questions: Sequence[Question], k: int = 20
+) -> tuple[StrategyRun, list[SearchResult]]:
+    results = [searcher.search(q.question, k=k) for q in questions]
+    lost = destroyed(searcher.snapshot.chunks, [q.needle for q in questions])
+    return scored(name, label, results, questions, len(lost)), results
+
+
+def scored(
+    name: str, label: str, results: Sequence[SearchResult], questions: Sequence[Question], lost: int
+) -> StrategyRun:
+    """A strategy's results, ranked against each question's needle."""
+    ranks = [needle_rank(r.hits, q.needle) for r, q in zip(results, questions, strict=True)]
+    cost = statistics.fmean(sum(len(passage(h.chunk)) for h in r.hits[:CONTEXT_K]) for r in results) if results else 0.0
+    return StrategyRun(name, label, ranks, lost, cost, [q.style for q in questions])
+
+
+def rewrite_run(
+    searcher: Searcher,
+    results: Sequence[SearchResult],
+    questions: Sequence[Question],
+    rewriter: Rewrite,
+    destroyed: int,
+) -> StrategyRun:
+    """The default's own results widened by each question's rewrite. Every question is
+    rewritten, also those the gate would refuse (answers never rewrite those), so that
+    recall is measured on the same questions as the default's."""
+    widened, rewritten = [], 0
+    for r in results:
+        text = rewriter(r.query, ())
+        rewritten += text is not None
+        widened.append(widen(searcher, r, text) if text else r)
+    # A rewrite model that failed for every question would otherwise look like "no gain".
+    label = f"default + the question rewritten by a model, fused (RRF); rewritten {rewritten}/{len(results)}"
+    return scored("rewrite", label, widened, questions, destroyed)
+
+
+def refusal_sweep(
+    in_domain: Sequence[SearchResult], ood: Sequence[SearchResult], gate: GateConfig, max_sources: int
+) -> list[SweepRow]:
+    """Bluffs (OOD questions let through) and answerable questions refused, per threshold."""
+    rows = []
+    inside, outside = ([gate_signal(r, gate) for r in rs] for rs in (in_domain, ood))
+    for t in sorted({*round_thresholds(inside, outside, 32), gate.threshold}):
+        cfg = GateConfig(t, gate.coverage_weight, gate.sentence_weight)
+        bluffs = sum(decide(r, cfg, max_sources).answerable for r in ood)
+        refused = sum(not decide(r, cfg, max_sources).answerable for r in in_domain)
+        rows.append(SweepRow(t, bluffs, refused, t == gate.threshold))
+    return rows
+
+
+def run_eval(
+    default: Searcher,
+    docs: Sequence[Document],
+    questions: Sequence[Question],
+    ood: Sequence[Question],
+    embedder: Embedder,
+    *,
+    target: int,
+    gate: GateConfig,
+    max_sources: int,
+    default_label: str = "default",
+    progress: Callable[[str], None] = lambda _msg: None,
+    rewriter: Rewrite | None = None,
+) -> EvalReport:
+    """Every strategy on the same questions, the paired tests, and the refusal sweep."""
+    if not questions:
+        raise ConfigError("no questions to evaluate")
+    runs: dict[str, StrategyRun] = {}
+    progress("default pipeline")
+    runs["default"], default_results = run_strategy("default", default_label, default, questions)
+    base = default.snapshot
+    for name, fusion, label in (("bm25", "bm25", "BM25 only"), ("hybrid", "rrf", "hybrid (dense + BM25, RRF k=60)")):
+        s = Searcher(base, embedder, SearchConfig(fusion=fusion), None)
+        runs[name] = run_strategy(name, label, s, questions)[0]
+    cache = VectorCache(embedder, base)
+    for name, (label, kw) in CHUNKING.items():
+        progress(f"strategy {name}: {label}")
+        snap = memory_snapshot(docs, ChunkerConfig(target=target, **kw), embedder, cache)
+        runs[name] = run_strategy(name, label, Searcher(snap, embedder, SearchConfig(fusion="dense")), questions)[0]
+    comparisons = list(COMPARISONS)
+    if rewriter is not None:
+        progress("the default with each question rewritten (FOOTNOTE_REWRITE)")
+        runs["rewrite"] = rewrite_run(default, default_results, questions, rewriter, runs["default"].destroyed)
+        comparisons += [("rewrite", "default", 1), ("rewrite", "default", 4)]
+    tests = []
+    for a, b, k in comparisons:
+        wins, losses = paired(runs[a].ranks, runs[b].ranks, k)
+        tests.append({"a": a, "b": b, "k": k, "wins": wins, "losses": losses, "p": sign_test(wins, losses)})
+    progress("refusal sweep")
+    ood_results = [default.search(q.question, k=20) for q in ood]
+    facts = [facts_of(r) for r in default_results], [facts_of(r) for r in ood_results]
+    aucs = signal_aucs(*facts, gate.coverage_weight, gate.sentence_weight) if ood else {}
+    return EvalReport(
+        runs,
+        tests,
+        refusal_sweep(default_results, ood_results, gate, max_sources) if ood else [],
+        {
+            "in_domain": [round(gate_signal(r, gate), 4) for r in default_results],
+            "ood": [round(gate_signal(r, gate), 4) for r in ood_results],
+        },
+        len(ood),
+        gate,
+        aucs,
+    )

@@ -1,0 +1,325 @@
+"""The vector store (the only module that imports chromadb).
+
+Two collections: ``chunks`` (one vector per chunk, with the chunk's own fields
+as metadata) and ``sentences`` (one vector per sentence of a chunk, for
+best-sentence scoring). Search never queries Chroma: every question is an exact
+scan of the in-memory snapshot loaded from here (see ``retrieval/search.py``). We always pass our own vectors: Chroma's default embedding function would
+try to download a model, so the collections get one that refuses to run.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import numpy as np
+
+from retrieval.errors import StoreError
+from retrieval.index.records import Fields, Scalar
+from retrieval.types import Chunk
+
+if TYPE_CHECKING:  # chromadb itself is imported when a store opens
+    from chromadb.api.types import Where
+
+CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
+
+
+class _RefuseToEmbed:
+    """Stands in for Chroma's default embedding function, which must never run."""
+
+    def __call__(self, input: Sequence[str]) -> list[Any]:  # noqa: A002 - Chroma's signature
+        raise StoreError("internal error: Chroma was asked to embed text; Footnote always passes vectors")
+
+    @staticmethod
+    def name() -> str:
+        return "footnote-refuse"
+
+    def is_legacy(self) -> bool:
+        return False
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> _RefuseToEmbed:
+        return _RefuseToEmbed()
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine"]
+
+
+@dataclass(frozen=True)
+class StoredIndex:
+    """Everything search needs, read back from the store in one pass."""
+
+    chunks: list[Chunk]
+    vectors: np.ndarray  # (n_chunks, dim), normalised
+    sentence_vectors: np.ndarray  # (n_sentences, dim), normalised
+    sentence_owner: np.ndarray  # (n_sentences,) index into ``chunks``
+
+
+class VectorStore(Protocol):
+    """What the indexer and the engine need from a vector store (Chroma, or an in-memory fake)."""
+
+    @property
+    def shared(self) -> bool: ...
+
+    def add(
+        self,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        sentences: Sequence[Sequence[str]],
+        sentence_vectors: Sequence[np.ndarray],
+    ) -> None: ...
+
+    def vectors_for(self, paths: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]: ...
+
+    def delete_paths(self, paths: Sequence[str]) -> None: ...
+
+    def chunk_ids(self, path: str | None = None) -> set[str]: ...
+
+    def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]: ...
+
+    def load(self) -> StoredIndex: ...
+
+
+class ChromaStore:
+    """Chunks and sentence vectors in Chroma: on disk by default, a server when a URL is set."""
+
+    def __init__(self, path: Path | None = None, url: str | None = None) -> None:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        self._url = url
+        try:
+            if url:
+                from urllib.parse import urlparse
+
+                u = urlparse(url)
+                self._client = chromadb.HttpClient(
+                    host=u.hostname or "localhost", port=u.port or 8000, ssl=u.scheme == "https", settings=settings
+                )
+            else:
+                assert path is not None
+                path.mkdir(parents=True, exist_ok=True)
+                self._client = chromadb.PersistentClient(path=str(path), settings=settings)
+            ef = _RefuseToEmbed()
+            self._chunks = self._client.get_or_create_collection(
+                CHUNKS,
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=ef,  # type: ignore[arg-type]  # an EmbeddingFunction by its methods (see _RefuseToEmbed)
+            )
+            self._sentences = self._client.get_or_create_collection(
+                SENTENCES,
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=ef,  # type: ignore[arg-type]  # an EmbeddingFunction by its methods (see _RefuseToEmbed)
+            )
+            self._batch = int(self._client.get_max_batch_size())
+            self._ef = ef
+        except StoreError:
+            raise
+        except Exception as exc:
+            where = url or path
+            raise StoreError(f"cannot open the vector store at {where}: {exc}") from exc
+
+    @property
+    def shared(self) -> bool:
+        """True for a Chroma server that other replicas may use too."""
+        return self._url is not None
+
+    def records(self, name: str) -> ChromaRecords:
+        """Shared records in their own collection (the lease, the manifest, Slack's claims)."""
+        try:
+            collection = self._client.get_or_create_collection(name, embedding_function=self._ef)  # type: ignore[arg-type]  # as above
+            return ChromaRecords(collection)
+        except Exception as exc:
+            raise StoreError(f"cannot open the {name} collection: {exc}") from exc
+
+    def add(
+        self,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        sentences: Sequence[Sequence[str]],
+        sentence_vectors: Sequence[np.ndarray],
+    ) -> None:
+        """Add chunks with their vector, and each chunk's sentences with theirs."""
+        for lo in range(0, len(chunks), self._batch):
+            part = chunks[lo : lo + self._batch]
+            self._chunks.add(
+                ids=[c.id for c in part],
+                embeddings=vectors[lo : lo + len(part)],
+                documents=[c.content for c in part],
+                metadatas=[_chunk_meta(c) for c in part],
+            )
+        s_ids: list[str] = []
+        s_docs: list[str] = []
+        s_vecs: list[np.ndarray] = []
+        s_meta: list[dict[str, Any]] = []
+        for c, texts, sv in zip(chunks, sentences, sentence_vectors, strict=True):
+            for i, (text, v) in enumerate(zip(texts, sv, strict=True)):
+                s_ids.append(f"{c.id}:s{i}")
+                s_docs.append(text)
+                s_vecs.append(v)
+                s_meta.append({"chunk_id": c.id, "path": c.path})
+        for lo in range(0, len(s_ids), self._batch):
+            self._sentences.add(
+                ids=s_ids[lo : lo + self._batch],
+                embeddings=np.asarray(s_vecs[lo : lo + self._batch], dtype=np.float32),
+                documents=s_docs[lo : lo + self._batch],
+                metadatas=s_meta[lo : lo + self._batch],  # type: ignore[arg-type]  # Chroma's Metadata is a narrower dict
+            )
+
+    def vectors_for(self, paths: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Stored vectors of these documents keyed by the text they embed (chunk ``text``, sentence).
+
+        The indexer reuses them for unchanged text: a rename or a one-paragraph edit
+        re-embeds nothing (or only what changed).
+        """
+        if not paths:
+            return {}, {}
+        where = _any_path(paths)
+        got = self._chunks.get(where=where, include=["embeddings", "metadatas"])
+        vecs = _matrix(got["embeddings"])
+        chunks = {str(m["text"]): vecs[i] for i, m in enumerate(got["metadatas"] or [])}
+        sg = self._sentences.get(where=where, include=["embeddings", "documents"])
+        svecs = _matrix(sg["embeddings"])
+        sents = {d: svecs[i] for i, d in enumerate(sg["documents"] or []) if d}
+        return chunks, sents
+
+    def delete_paths(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        where = _any_path(paths)
+        self._sentences.delete(where=where)
+        self._chunks.delete(where=where)
+
+    def chunk_ids(self, path: str | None = None) -> set[str]:
+        where: Where | None = {"path": path} if path else None
+        got = self._chunks.get(where=where, include=[])
+        return set(got["ids"])
+
+    def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]:
+        """Stored chunks per document (all documents, or only ``paths``)."""
+        if paths is not None and not paths:
+            return {}
+        where = _any_path(paths) if paths is not None else None
+        got = self._chunks.get(where=where, include=["metadatas"])
+        return dict(Counter(str(m["path"]) for m in got["metadatas"] or []))
+
+    def load(self) -> StoredIndex:
+        """Every chunk (ordered by document and position) with its vector, and every sentence vector."""
+        got = self._chunks.get(include=["embeddings", "documents", "metadatas"])
+        chunks = [
+            _chunk_from(i, d, m)
+            for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
+        ]
+        order = sorted(range(len(chunks)), key=lambda k: (chunks[k].path, chunks[k].ordinal))
+        chunks = [chunks[k] for k in order]
+        vectors = _matrix(got["embeddings"])[order]
+        pos = {c.id: k for k, c in enumerate(chunks)}
+        sg = self._sentences.get(include=["embeddings", "metadatas"])
+        owners = np.asarray([pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []], dtype=np.int64)
+        # Ids are "<chunk id>:s<i>": sentences are kept in their chunk's order, so the
+        # i-th vector of a chunk belongs to its i-th sentence span (the answer's evidence).
+        ordinal = np.asarray([int(i.rsplit(":s", 1)[1]) for i in sg["ids"]], dtype=np.int64)
+        keep = np.flatnonzero(owners >= 0)  # a sentence whose chunk is gone (a crash mid-write) is dropped
+        keep = keep[np.lexsort((ordinal[keep], owners[keep]))]
+        return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
+
+
+def _any_path(paths: Sequence[str]) -> Where:
+    """Chroma's filter for records of any of ``paths``."""
+    values: list[str | int | float | bool] = list(paths)
+    any_of: dict[Literal["$in", "$nin"], list[str | int | float | bool]] = {"$in": values}
+    return {"path": any_of}
+
+
+def _matrix(rows: Any) -> np.ndarray:
+    """Embeddings as a float32 matrix; (0, 0) when there are none."""
+    arr = np.asarray(rows if rows is not None else [], dtype=np.float32)
+    return arr if arr.ndim == 2 else np.zeros((0, 0), np.float32)
+
+
+def _chunk_meta(c: Chunk) -> dict[str, Any]:
+    return {
+        "path": c.path,
+        "doc_title": c.doc_title,
+        "section": c.section,
+        "ordinal": c.ordinal,
+        "start": c.start,
+        "end": c.end,
+        "text": c.text,
+        "meta": json.dumps(c.meta),
+    }
+
+
+def _chunk_from(cid: str, content: str | None, m: Any) -> Chunk:
+    return Chunk(
+        id=cid,
+        path=str(m["path"]),
+        doc_title=str(m["doc_title"]),
+        section=str(m["section"]),
+        ordinal=int(m["ordinal"]),
+        text=str(m["text"]),
+        content=content or "",
+        start=int(m["start"]),
+        end=int(m["end"]),
+        meta=json.loads(str(m.get("meta") or "{}")),
+    )
+
+
+_DUMMY = [1.0]  # Chroma keeps a vector with every record; these records are only read by key
+_NONCE = "_put"  # which put_if_absent wrote the record
+
+
+class ChromaRecords:
+    """:class:`~retrieval.index.records.SharedRecords` in a Chroma collection.
+
+    Chroma has no compare-and-set, so ``put_if_absent`` is add-then-read-back: ``add``
+    never overwrites an existing id, and the caller whose nonce is read back holds the key.
+    """
+
+    def __init__(self, collection: Any) -> None:
+        self._c = collection
+
+    def put_if_absent(self, key: str, fields: Fields) -> bool:
+        nonce = uuid.uuid4().hex
+        self._c.add(ids=[key], embeddings=[_DUMMY], metadatas=[{**fields, _NONCE: nonce}])
+        got = self._c.get(ids=[key], include=["metadatas"])
+        return bool(got["ids"]) and (got["metadatas"] or [{}])[0].get(_NONCE) == nonce
+
+    def put(self, key: str, fields: Fields) -> None:
+        self.put_many({key: fields})
+
+    def put_many(self, records: Mapping[str, Fields]) -> None:
+        if records:
+            self._c.upsert(
+                ids=list(records), embeddings=[_DUMMY] * len(records), metadatas=[dict(f) for f in records.values()]
+            )
+
+    def get(self, key: str) -> dict[str, Scalar] | None:
+        got = self._c.get(ids=[key], include=["metadatas"])
+        return _fields((got["metadatas"] or [{}])[0]) if got["ids"] else None
+
+    def all(self) -> dict[str, dict[str, Scalar]]:
+        got = self._c.get(include=["metadatas"])
+        return {k: _fields(m) for k, m in zip(got["ids"], got["metadatas"] or [], strict=True)}
+
+    def delete(self, key: str) -> None:
+        self._c.delete(ids=[key])
+
+    def delete_older_than(self, field: str, before: float) -> None:
+        self._c.delete(where={field: {"$lt": before}})
+
+
+def _fields(meta: Mapping[str, Any] | None) -> dict[str, Scalar]:
+    return {k: v for k, v in (meta or {}).items() if k != _NONCE}

@@ -1,0 +1,380 @@
+"""Sync a docs folder into the index: extract, chunk, embed, store, record.
+
+One broken file never stops the others: it becomes a ``failed`` record with its
+reason and is retried on the next sync. Chunk counts in the manifest are read back
+from the store after writing, never declared.
+
+Write order is what makes a crash recoverable: a document's manifest row is marked
+``writing`` before its old chunks are touched and ``indexed`` only after its new ones
+are stored, and every sync first removes store entries the manifest does not own.
+
+Only files inside the docs folder are read: a symlink that resolves outside it is
+skipped with its reason, never indexed (its text could be quoted in Slack).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from retrieval.errors import ExtractionError, StoreError
+from retrieval.index import FAILED, INDEXED, STALE, WRITING, DocRecord, Manifest, Stamps, VectorStore
+from retrieval.ingest.chunk import ChunkerConfig, chunk_document, sentences
+from retrieval.ingest.extract import Extractor, extractor_for
+from retrieval.ingest.sandbox import ExtractionRunner
+from retrieval.models import Embedder
+from retrieval.types import Chunk
+
+PIPELINE_VERSION = "p3"  # p2: a sentence runs on across a soft line wrap (sentence vectors rebuilt); p3: its edge cases
+EMBED_BATCH_CHUNKS = 128
+TEMP_PATTERNS = ("~$*", ".~lock*", "*.tmp", "*.swp", "*~")
+
+
+@dataclass
+class SyncReport:
+    """What one sync did; the totals shown to people come from the manifest, not from here."""
+
+    indexed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)  # old path -> new path
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    chunks_embedded: int = 0  # texts actually sent to the model (reused vectors are not)
+    chunks_reused: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A document extracted and chunked, waiting for its batch to be embedded."""
+
+    rel: str
+    digest: str
+    size: int
+    title: str
+    chunks: list[Chunk]
+    sentences: list[list[str]]
+    stamps: Stamps
+    reuse: list[str]  # stored documents whose vectors may be reused
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    rel: str
+    path: Path
+    skip: str | None = None  # why this file is not indexed (shown in `footnote index` and `status`)
+
+
+def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
+    """Every candidate file under ``docs_dir``, skipping hidden, temporary and ignored ones.
+
+    A symlink whose target lies outside the folder comes with a ``skip`` reason:
+    the folder is the boundary of what may be quoted. Linked folders are not entered.
+    """
+    root_dir = docs_dir.resolve()
+    for root, dirs, files in os.walk(docs_dir, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith(".") or any(fnmatch.fnmatch(name, p) for p in TEMP_PATTERNS):
+                continue
+            full = Path(root) / name
+            rel = full.relative_to(docs_dir).as_posix()
+            if any(fnmatch.fnmatch(rel, p) for p in ignore):
+                continue
+            yield SourceFile(rel, full, _outside(full, root_dir))
+
+
+def _outside(path: Path, root_dir: Path) -> str | None:
+    """The skip reason for a symlink that leaves the docs folder, else None."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    if target.is_relative_to(root_dir):
+        return None
+    return f"symlink to {target}, outside the docs folder: not indexed"
+
+
+class Indexer:
+    """Keeps the store and the manifest true to one docs folder."""
+
+    def __init__(
+        self,
+        docs_dir: Path,
+        store: VectorStore,
+        manifest: Manifest,
+        embedder: Embedder,
+        chunker: ChunkerConfig,
+        max_file_bytes: int,
+        ignore: Sequence[str] = (),
+        runner: ExtractionRunner | None = None,
+        ocr: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.ocr = ocr
+        self.clock = clock  # times a sync (SyncReport.seconds)
+        self.docs_dir = docs_dir
+        self.store = store
+        self.manifest = manifest
+        self.embedder = embedder
+        self.chunker = chunker
+        self.max_file_bytes = max_file_bytes
+        self.ignore = tuple(ignore)
+        self.runner = runner or ExtractionRunner()
+
+    def stamps(self, ex: Extractor) -> Stamps:
+        return Stamps(
+            self.embedder.name,
+            self.embedder.dimension,
+            f"{PIPELINE_VERSION}:{self.chunker.version}",
+            ex.name,
+            ex.version,
+        )
+
+    def expected_stamps(self, path: str) -> Stamps | None:
+        ex = extractor_for(path, self.ocr)
+        return self.stamps(ex) if ex else None
+
+    def would_be_stale(self) -> dict[str, DocRecord]:
+        """Indexed documents built with another model, pipeline or extractor, as ``stale``
+        records: what :meth:`mark_stale` would write. Reads only."""
+        out = {}
+        for rec in self.manifest.all().values():
+            want = self.expected_stamps(rec.path)
+            if rec.state == INDEXED and rec.stamps != want:
+                out[rec.path] = replace(rec, state=STALE, reason=_stamp_change(rec.stamps, want))
+        return out
+
+    def mark_stale(self) -> list[str]:
+        """Documents built with another model, pipeline or extractor become ``stale``.
+
+        They stay searchable from their old vectors while those are of the current
+        embedding model (the snapshot checks), and the next sync rebuilds them.
+        """
+        stale = self.would_be_stale()
+        self.manifest.put_many(list(stale.values()))
+        return list(stale)
+
+    def skipped(self) -> dict[str, str]:
+        """Files in the folder a sync would not index, with the reason (reads only)."""
+        if not self.docs_dir.is_dir():
+            return {}
+        out = {}
+        for src in walk(self.docs_dir, self.ignore):
+            if src.skip:
+                out[src.rel] = src.skip
+            elif extractor_for(src.rel, self.ocr) is None:
+                out[src.rel] = "unsupported file type"
+        return out
+
+    def sync(self, *, progress: bool = False, only: Collection[str] | None = None) -> SyncReport:
+        """Bring the store and manifest in line with the folder (or, with ``only``, those paths)."""
+        if not self.docs_dir.is_dir():
+            raise StoreError(f"docs folder not found: {self.docs_dir}")
+        t0 = self.clock()
+        report = SyncReport()
+        self._drop_orphans()
+        self.mark_stale()
+        known = self.manifest.all()
+        seen: set[str] = set()
+        todo: list[tuple[SourceFile, Extractor, bytes, str]] = []
+        for src in walk(self.docs_dir, self.ignore):
+            if only is not None and src.rel not in only:
+                seen.add(src.rel)
+                continue
+            if src.skip:
+                report.skipped[src.rel] = src.skip
+                continue
+            ex = extractor_for(src.rel, self.ocr)
+            if ex is None:
+                report.skipped[src.rel] = "unsupported file type"
+                continue
+            seen.add(src.rel)
+            data, reason = self._read(src)
+            if data is None:
+                self._fail(src.rel, "", reason or "unreadable", report)
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            rec = known.get(src.rel)
+            if rec and rec.state == INDEXED and rec.content_hash == digest:
+                report.unchanged += 1
+                continue
+            todo.append((src, ex, data, digest))
+        gone = sorted(p for p in set(known) - seen if only is None or p in only)
+        # A gone file whose exact bytes reappear under a new path was renamed: its
+        # vectors move with it instead of being computed again.
+        moved_from = {known[p].content_hash: p for p in gone if known[p].state in (INDEXED, STALE)}
+        bar = tqdm(total=len(todo), desc="Indexing", unit="doc", disable=not progress or not todo)
+        batch: list[_Prepared] = []
+        for src, ex, data, digest in todo:
+            old = moved_from.get(digest)
+            if old is not None:
+                report.renamed[old] = src.rel
+            prepared = self._prepare(src, ex, data, digest, report, [src.rel, *([old] if old else [])], known)
+            if prepared is None:
+                bar.update()
+                continue
+            batch.append(prepared)
+            # Many small documents are embedded together: one model call per batch, not per file.
+            if sum(len(p.chunks) for p in batch) >= EMBED_BATCH_CHUNKS:
+                self._write(batch, known, report, bar)
+                batch = []
+        self._write(batch, known, report, bar)
+        bar.close()
+        if gone:
+            self.store.delete_paths(gone)
+            for p in gone:
+                self.manifest.delete(p)
+            report.removed = [p for p in gone if p not in report.renamed]
+        report.seconds = self.clock() - t0
+        return report
+
+    def _read(self, src: SourceFile) -> tuple[bytes | None, str | None]:
+        try:
+            size = src.path.stat().st_size
+            if size > self.max_file_bytes:
+                return None, f"too large: {size / 1e6:.1f} MB is over the {self.max_file_bytes / 1e6:.1f} MB limit"
+            return src.path.read_bytes(), None
+        except OSError as exc:
+            return None, f"cannot read the file: {exc.strerror or exc}"
+
+    def _prepare(
+        self,
+        src: SourceFile,
+        ex: Extractor,
+        data: bytes,
+        digest: str,
+        report: SyncReport,
+        reuse: Sequence[str],
+        known: dict[str, DocRecord],
+    ) -> _Prepared | None:
+        """Extract and chunk one file; a failure is recorded and gives None."""
+        try:
+            doc = self.runner.extract(ex, src.rel, data)
+        except ExtractionError as exc:
+            self._fail(src.rel, digest, str(exc), report, size=len(data))
+            return None
+        except Exception as exc:  # a parser bug on one file must not stop the folder
+            self._fail(src.rel, digest, f"extractor crashed: {type(exc).__name__}: {exc}", report, size=len(data))
+            return None
+        chunks = chunk_document(doc, self.chunker, self.embedder.count_tokens)
+        if not chunks:
+            self._fail(src.rel, digest, "no indexable text after extraction", report, size=len(data))
+            return None
+        stamps = self.stamps(ex)
+        # A vector depends only on the model and the text, so any stored document of
+        # the same model can lend its vectors, even one built by another pipeline.
+        usable = [p for p in reuse if (r := known.get(p)) and r.chunks > 0 and _same_model(r.stamps, stamps)]
+        return _Prepared(src.rel, digest, len(data), doc.title, chunks, [sentences(c) for c in chunks], stamps, usable)
+
+    def _write(
+        self,
+        batch: list[_Prepared],
+        known: dict[str, DocRecord],
+        report: SyncReport,
+        bar: tqdm[Any],
+    ) -> None:
+        """Embed what the batch needs (reusing stored vectors), then store its documents together."""
+        if not batch:
+            return
+        chunk_cache, sentence_cache = self.store.vectors_for(sorted({p for b in batch for p in b.reuse}))
+        chunks = [c for b in batch for c in b.chunks]
+        fresh = {c.text for c in chunks} - chunk_cache.keys()
+        vectors = self._embed(chunk_cache, [c.text for c in chunks])
+        groups = [g for b in batch for g in b.sentences]
+        flat = self._embed(sentence_cache, [s for g in groups for s in g])
+        ends = np.cumsum([len(g) for g in groups])
+        per_chunk = [flat[end - len(g) : end] for g, end in zip(groups, ends, strict=True)]
+        # Crash safety: every document of the batch is marked "being written" before its
+        # old chunks go, and "indexed" only after its new ones are stored and counted.
+        self.manifest.put_many([self._writing(b.rel, b.digest, known.get(b.rel)) for b in batch])
+        paths = [b.rel for b in batch]
+        self.store.delete_paths(paths)
+        self.store.add(chunks, vectors, groups, per_chunk)
+        stored = self.store.count_by_path(paths)
+        self.manifest.put_many(
+            [DocRecord(b.rel, b.digest, INDEXED, None, stored.get(b.rel, 0), b.stamps, b.size, b.title) for b in batch]
+        )
+        for b in batch:
+            report.indexed.append(b.rel)
+            n_fresh = sum(c.text in fresh for c in b.chunks)
+            fresh -= {c.text for c in b.chunks}  # a text shared by two documents counts once
+            report.chunks_embedded += n_fresh
+            report.chunks_reused += len(b.chunks) - n_fresh
+        bar.set_postfix_str(batch[-1].rel[-40:], refresh=False)
+        bar.update(len(batch))
+
+    def _embed(self, cache: dict[str, np.ndarray], texts: list[str]) -> np.ndarray:
+        """Vectors for ``texts``, embedding only those the cache does not hold (and adding them to it)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            cache.update(zip(missing, self.embedder.embed(missing), strict=True))
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), np.float32)
+        return np.stack([cache[t] for t in texts]).astype(np.float32)
+
+    @staticmethod
+    def _writing(rel: str, digest: str, old: DocRecord | None) -> DocRecord:
+        """The record while a document's chunks are rewritten: the store may hold a partial write."""
+        return DocRecord(
+            rel,
+            digest,
+            WRITING,
+            "indexing did not finish",
+            0,
+            old.stamps if old else None,
+            old.size if old else 0,
+            old.title if old else "",
+        )
+
+    def _fail(self, rel: str, digest: str, reason: str, report: SyncReport, size: int = 0) -> None:
+        """A failed document stays out of search: its old chunks go too."""
+        self.store.delete_paths([rel])
+        self.manifest.put(DocRecord(rel, digest, FAILED, reason, 0, None, size))
+        report.failed[rel] = reason
+
+    def _drop_orphans(self) -> None:
+        """Make the store and the manifest agree again after a crash.
+
+        Store entries of documents the manifest does not know, has failed, or was
+        writing when the process died are removed; a document whose stored count
+        differs from its record is rebuilt.
+        """
+        known = self.manifest.all()
+        stored = self.store.count_by_path()
+        doomed = []
+        for p, n in stored.items():
+            rec = known.get(p)
+            if rec is None or rec.state in (FAILED, WRITING) or rec.chunks != n:
+                doomed.append(p)
+        self.store.delete_paths(doomed)
+        for p, rec in known.items():
+            if rec.state == WRITING:  # the process died while writing it
+                self.manifest.put(replace(rec, state=STALE, reason="indexing did not finish", chunks=0))
+            elif rec.state != FAILED and stored.get(p, 0) != rec.chunks and rec.chunks != 0:
+                reason = "store and manifest disagreed; rebuilding"
+                self.manifest.put(replace(rec, state=STALE, reason=reason, chunks=0))
+
+
+def _same_model(a: Stamps | None, b: Stamps) -> bool:
+    return a is not None and (a.embedding_model, a.dimension) == (b.embedding_model, b.dimension)
+
+
+def _stamp_change(old: Stamps | None, new: Stamps | None) -> str:
+    if old is None or new is None:
+        return "no extractor handles this file any more" if new is None else "built without stamps"
+    diffs = [
+        f"{name} {getattr(old, name)} → {getattr(new, name)}"
+        for name in ("embedding_model", "dimension", "pipeline", "extractor", "extractor_version")
+        if getattr(old, name) != getattr(new, name)
+    ]
+    return "rebuild needed: " + ", ".join(diffs)

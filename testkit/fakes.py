@@ -1,0 +1,338 @@
+"""In-memory stand-ins for the index's collaborators, for tests about logic, not engines.
+
+``MemoryStore``, ``MemoryManifest`` and ``MemoryLease`` keep the protocols of
+``retrieval.index.store.VectorStore``, ``retrieval.index.manifest.Manifest`` and
+``retrieval.index.lease.Lease``; ``HashEmbedder`` gives every text a fixed pseudo-random
+unit vector (bookkeeping, not relevance); ``CountingEmbedder`` wraps any embedder
+and counts the texts it was asked to embed. ``memory_engine`` wires them into a
+real :class:`~retrieval.search.engine.Engine`. ``ScriptedModel`` stands in for a language
+model; ``ToyVocabulary`` for a model's token table under constrained decoding. The
+Slack fakes live with the Slack tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.index.manifest import DocRecord, totals
+from retrieval.index.store import StoredIndex
+from retrieval.ingest.chunk import ChunkerConfig
+from retrieval.ingest.sandbox import ExtractionRunner
+from retrieval.models.embed import Embedder
+from retrieval.models.llm import Grammar, Message, OnToken
+from retrieval.search.engine import Engine, EngineConfig
+from retrieval.search.rerank import Reranker, SentenceReranker
+from retrieval.search.searcher import SearchConfig
+from retrieval.types import Chunk
+
+
+class HashEmbedder:
+    """A deterministic embedder: the same text always gets the same unit vector."""
+
+    name = "hash-embedder"
+    dimension = 16
+    window = 256
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(self.dimension)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) + 2
+
+
+class CountingEmbedder:
+    """Any embedder, counting how many texts it was asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.window = inner.window
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        self.calls += len(texts)
+        return self.inner.embed(list(texts))
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+
+class RenamedEmbedder(CountingEmbedder):
+    """Any embedder under another model name: as if the team switched models."""
+
+    def __init__(self, inner: Embedder, name: str = "another-model") -> None:
+        super().__init__(inner)
+        self.name = name
+
+
+class GatedEmbedder(CountingEmbedder):
+    """Blocks inside ``embed`` (once ``block`` is set, on a batch holding ``trigger``) until
+    released, so a test can act in the middle of a sync."""
+
+    def __init__(self, inner: Embedder, trigger: str) -> None:
+        super().__init__(inner)
+        self.trigger = trigger
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.block = False
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        if self.block and any(self.trigger in t for t in texts):
+            self.entered.set()
+            assert self.release.wait(30)
+        return super().embed(texts)
+
+
+@dataclass
+class _Row:
+    chunk: Chunk
+    vector: np.ndarray
+
+
+class MemoryStore:
+    """The vector store as dictionaries; like Chroma, ``add`` never overwrites an id."""
+
+    shared = False
+
+    def __init__(self) -> None:
+        self.chunks: dict[str, _Row] = {}
+        self.sentences: dict[str, tuple[str, str, str, np.ndarray]] = {}  # id -> (chunk id, path, text, vector)
+
+    def add(
+        self,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        sentences: Sequence[Sequence[str]],
+        sentence_vectors: Sequence[np.ndarray],
+    ) -> None:
+        for c, v, texts, sv in zip(chunks, vectors, sentences, sentence_vectors, strict=True):
+            self.chunks.setdefault(c.id, _Row(c, np.asarray(v, np.float32)))
+            for i, (text, s) in enumerate(zip(texts, sv, strict=True)):
+                self.sentences.setdefault(f"{c.id}:s{i}", (c.id, c.path, text, np.asarray(s, np.float32)))
+
+    def vectors_for(self, paths: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        want = set(paths)
+        chunks = {r.chunk.text: r.vector for r in self.chunks.values() if r.chunk.path in want}
+        sents = {text: v for _, path, text, v in self.sentences.values() if path in want}
+        return chunks, sents
+
+    def delete_paths(self, paths: Sequence[str]) -> None:
+        gone = set(paths)
+        self.chunks = {i: r for i, r in self.chunks.items() if r.chunk.path not in gone}
+        self.sentences = {i: s for i, s in self.sentences.items() if s[1] not in gone}
+
+    def chunk_ids(self, path: str | None = None) -> set[str]:
+        return {i for i, r in self.chunks.items() if path is None or r.chunk.path == path}
+
+    def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]:
+        counts = Counter(r.chunk.path for r in self.chunks.values())
+        return dict(counts) if paths is None else {p: counts[p] for p in paths if counts[p]}
+
+    def load(self) -> StoredIndex:
+        rows = sorted(self.chunks.values(), key=lambda r: (r.chunk.path, r.chunk.ordinal))
+        pos = {r.chunk.id: k for k, r in enumerate(rows)}
+        # Grouped by chunk in chunk order, each chunk's in sentence order: what ChromaStore.load returns.
+        keyed = [(pos[s[0]], int(key.rsplit(":s", 1)[1]), s) for key, s in self.sentences.items() if s[0] in pos]
+        sents = [s for _, _, s in sorted(keyed, key=lambda t: (t[0], t[1]))]
+        dim = rows[0].vector.shape[0] if rows else 0
+        return StoredIndex(
+            [r.chunk for r in rows],
+            np.stack([r.vector for r in rows]) if rows else np.zeros((0, 0), np.float32),
+            np.stack([s[3] for s in sents]) if sents else np.zeros((0, dim), np.float32),
+            np.asarray([pos[s[0]] for s in sents], dtype=np.int64),
+        )
+
+
+class MemoryManifest:
+    """Document records in a dict; ``writes`` counts every call that changes something."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, DocRecord] = {}
+        self.folder: str | None = None
+        self.writes = 0
+
+    def all(self) -> dict[str, DocRecord]:
+        return dict(sorted(self.records.items()))
+
+    def get(self, path: str) -> DocRecord | None:
+        return self.records.get(path)
+
+    def put(self, rec: DocRecord) -> None:
+        self.put_many([rec])
+
+    def put_many(self, recs: list[DocRecord]) -> None:
+        self.writes += bool(recs)
+        self.records.update((r.path, r) for r in recs)
+
+    def delete(self, path: str) -> None:
+        self.writes += 1
+        self.records.pop(path, None)
+
+    def totals(self) -> dict[str, int]:
+        return totals(self.records.values())
+
+    def docs_folder(self) -> str | None:
+        return self.folder
+
+    def set_docs_folder(self, folder: str) -> None:
+        self.writes += 1
+        self.folder = folder
+
+
+@dataclass
+class MemoryLease:
+    """A lease that one holder at a time gets; share one instance between engines to model two processes."""
+
+    held: bool = False
+    gen: int = 0
+    acquired: list[bool] = field(default_factory=list)  # every attempt's outcome
+
+    def acquire(self) -> bool:
+        ok = not self.held
+        self.held = self.held or ok
+        self.acquired.append(ok)
+        return ok
+
+    def release(self) -> None:
+        self.held = False
+
+    def generation(self) -> int:
+        return self.gen
+
+    def bump(self) -> int:
+        self.gen += 1
+        return self.gen
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def memory_engine(
+    docs: Path,
+    embedder: Embedder | None = None,
+    *,
+    store: MemoryStore | None = None,
+    manifest: MemoryManifest | None = None,
+    lease: MemoryLease | None = None,
+    clock: Callable[[], float] | None = None,
+    reranker: Reranker | None = None,
+    **cfg: Any,
+) -> Engine:
+    """A real Engine on in-memory collaborators (pass the same store/manifest/lease to model a second process)."""
+    return Engine(
+        EngineConfig(docs, ChunkerConfig(), SearchConfig(), **cfg),
+        embedder or HashEmbedder(),
+        reranker or SentenceReranker(1.5),
+        store=store if store is not None else MemoryStore(),
+        manifest=manifest if manifest is not None else MemoryManifest(),
+        lease=lease if lease is not None else MemoryLease(),
+        runner=ExtractionRunner(),
+        **({"clock": clock} if clock is not None else {}),
+    )
+
+
+class ScriptedModel:
+    """Returns a fixed reply (written by a function of the prompt if given) and records prompts."""
+
+    name = "scripted"
+    supports_grammar = True
+
+    def __init__(self, reply: str | object) -> None:
+        self.reply = reply
+        self.calls: list[list[Message]] = []
+        self.grammars: list[Grammar | None] = []
+
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: Grammar | None = None,
+        deadline_s: float | None = None,
+    ) -> str:
+        self.calls.append(messages)
+        self.grammars.append(grammar)
+        reply = self.reply(messages[-1]["content"]) if callable(self.reply) else str(self.reply)
+        if on_token:
+            on_token(reply)
+        return reply
+
+
+class TimedModel(ScriptedModel):
+    """A scripted model that moves a fake clock as if it read the prompt for ``first``
+    seconds and wrote the rest of the reply in ``rest``."""
+
+    def __init__(self, reply: str | object, clock: FakeClock, first: float, rest: float) -> None:
+        super().__init__(reply)
+        self.clock, self.first, self.rest = clock, first, rest
+
+    def complete(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        on_token: OnToken | None = None,
+        grammar: Grammar | None = None,
+        deadline_s: float | None = None,
+    ) -> str:
+        self.clock.advance(self.first)
+        reply = super().complete(messages, max_tokens, on_token, grammar, deadline_s)
+        self.clock.advance(self.rest)
+        return reply
+
+
+class DraftingModel(TimedModel):
+    """A timed model whose writing takes ``drafted`` seconds (and says ``drafted_reply``,
+    if given) while ``prompt_lookup`` is on."""
+
+    def __init__(
+        self, reply: str, clock: FakeClock, first: float, rest: float, drafted: float, drafted_reply: str | None = None
+    ) -> None:
+        super().__init__(reply, clock, first, rest)
+        self.plain_rest, self.drafted, self.drafted_reply, self.plain_reply = rest, drafted, drafted_reply, reply
+        self._on = False
+        self.switches: list[bool] = []
+
+    @property
+    def prompt_lookup(self) -> bool:
+        return self._on
+
+    @prompt_lookup.setter
+    def prompt_lookup(self, on: bool) -> None:
+        self._on = on
+        self.switches.append(on)
+        self.rest = self.drafted if on else self.plain_rest
+        self.reply = (self.drafted_reply or self.plain_reply) if on else self.plain_reply
+
+
+class ToyVocabulary:
+    """A model's token table in miniature: token id -> (bytes, ends generation); b"<eos>" ends."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def __getitem__(self, token: int) -> tuple[bytes, bool]:
+        return self.pieces[token], self.pieces[token] == b"<eos>"

@@ -1,0 +1,235 @@
+"""A fake Slack Web API on 127.0.0.1 (port 0) that records every call.
+
+Used by the tests and by ``footnote bench --slack`` to drive the real Bolt app without
+a workspace. It keeps the messages it was asked to post (and those a test says a person
+wrote), so ``conversations.replies`` answers from them; ``auth.test`` names the bot
+(``UBOT``/``BBOT``). It can answer 429 (with ``Retry-After``) to exercise rate-limit
+retries, or an error such as ``unknown_method`` to exercise fallbacks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+BOT_USER, BOT_ID, TEAM = "UBOT", "BBOT", "T1"
+
+
+class FakeSlack:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()  # notified after every call
+        self._ts = itertools.count(1)
+        self._throttle: dict[str, int] = {}  # method -> how many calls still get a 429
+        self._errors: dict[str, tuple[str, int | None]] = {}  # method -> (error, calls left; None = always)
+        self.throttled: list[str] = []
+        self.seen_at: list[tuple[str, float]] = []  # (method, time.monotonic()) of every call
+        self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> messages, as Slack keeps them
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                params = {k: v[0] for k, v in parse_qs(url.query).items()}
+                self._handle(url.path.rsplit("/", 1)[-1], params)
+
+            def do_POST(self) -> None:
+                url = urlsplit(self.path)
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                if "json" in (self.headers.get("Content-Type") or ""):
+                    params: dict[str, Any] = json.loads(raw or "{}")
+                else:
+                    params = {k: v[0] for k, v in parse_qs(raw).items()}
+                    for key in ("blocks", "chunks"):
+                        if isinstance(params.get(key), str):
+                            params[key] = json.loads(params[key])
+                params.update({k: v[0] for k, v in parse_qs(url.query).items()})
+                self._handle(url.path.rsplit("/", 1)[-1], params)
+
+            def _handle(self, method: str, params: dict[str, Any]) -> None:
+                status, body, headers = outer._answer(method, params)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    # -- what a test sets up ------------------------------------------------------------
+
+    def rate_limit(self, method: str, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` get 429 Too Many Requests, Retry-After: 1."""
+        with self._lock:
+            self._throttle[method] = times
+
+    def fail(self, method: str, error: str, times: int | None = None) -> None:
+        """Calls of ``method`` answer ``{"ok": false, "error": error}`` (the next ``times``, or all)."""
+        with self._lock:
+            self._errors[method] = (error, times)
+
+    def user_message(self, channel: str, ts: str, text: str, user: str = "U1", thread_ts: str | None = None) -> None:
+        """A message a person wrote (the test also sends its event to the bot)."""
+        msg = {"type": "message", "user": user, "text": text, "ts": ts}
+        if thread_ts:
+            msg["thread_ts"] = thread_ts
+        with self._lock:
+            self.messages.setdefault(channel, []).append(msg)
+
+    # -- what a test reads ----------------------------------------------------------------
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [p for m, p in self.calls if m == method]
+
+    def wait_for(self, check: Callable[[FakeSlack], bool], timeout: float = 60.0) -> bool:
+        """Wait until ``check(self)`` holds (re-checked after every call); False on timeout."""
+        end = time.monotonic() + timeout
+        while not check(self):
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            with self._changed:
+                self._changed.wait(min(left, 0.25))  # the bound covers a call between check and wait
+        return True
+
+    def finals(self) -> list[dict[str, Any]]:
+        """Final replies: a message carrying blocks (an answer, a refusal or an error).
+        Streaming updates carry text only; so do the placeholders."""
+        with self._lock:
+            return [
+                p
+                for m, p in self.calls
+                if m in ("chat.update", "chat.postMessage", "chat.stopStream") and p.get("blocks")
+            ]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- the Web API ------------------------------------------------------------------------
+
+    def _answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        try:
+            with self._lock:
+                return self._answer_locked(method, params)
+        finally:
+            with self._changed:
+                self._changed.notify_all()
+
+    def _answer_locked(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        self.seen_at.append((method, time.monotonic()))
+        if self._throttle.get(method, 0) > 0:
+            self._throttle[method] -= 1
+            self.throttled.append(method)
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}
+        if method in self._errors:
+            error, left = self._errors[method]
+            if left is not None:
+                if left <= 1:
+                    del self._errors[method]
+                else:
+                    self._errors[method] = (error, left - 1)
+            self.calls.append((f"{method}!", params))  # a refused call, kept apart from the real ones
+            return 200, {"ok": False, "error": error}, {}
+        ts = f"1700000000.{next(self._ts):06d}"
+        params["_ts"] = ts  # the ts this fake answered with, for assertions
+        self.calls.append((method, params))
+        body: dict[str, Any] = {"ok": True, "ts": ts, "channel": params.get("channel", "C1")}
+        channel = str(params.get("channel") or params.get("channel_id") or "")
+        msgs = self.messages.setdefault(channel, [])
+        if method in ("chat.postMessage", "chat.startStream"):
+            text = params.get("text") or _chunk_text(params)
+            msg = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": text, "ts": ts}
+            if params.get("thread_ts"):
+                msg["thread_ts"] = params["thread_ts"]
+            if params.get("blocks"):
+                msg["blocks"] = params["blocks"]
+            msgs.append(msg)
+        elif method in ("chat.update", "chat.appendStream", "chat.stopStream", "chat.delete"):
+            found = next((m for m in msgs if m["ts"] == params.get("ts")), None)
+            if found is None:
+                return 200, {"ok": False, "error": "message_not_found"}, {}
+            body["ts"] = found["ts"]
+            if method == "chat.delete":
+                msgs.remove(found)
+            elif method == "chat.update":
+                found["text"] = params.get("text", "")
+                found["blocks"] = params.get("blocks") or []
+            else:
+                found["text"] = found.get("text", "") + _chunk_text(params)
+                if params.get("blocks"):
+                    found["blocks"] = params["blocks"]
+        elif method == "conversations.replies":
+            body = self._replies(msgs, params)
+        elif method == "auth.test":
+            body = {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "footnote"}
+        else:
+            body.update({"user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM})
+        return 200, body, {}
+
+    @staticmethod
+    def _replies(msgs: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        """The thread, oldest first, paged by ``limit`` and ``cursor`` (an offset here)."""
+        root = str(params.get("ts"))
+        thread = [dict(m) for m in msgs if m["ts"] == root or m.get("thread_ts") == root]
+        if not any(m["ts"] == root for m in thread):
+            return {"ok": False, "error": "thread_not_found"}
+        thread.sort(key=lambda m: Decimal(m["ts"]))
+        if params.get("latest"):
+            latest, inclusive = Decimal(str(params["latest"])), str(params.get("inclusive")) in ("1", "true", "True")
+            thread = [m for m in thread if Decimal(m["ts"]) < latest or (inclusive and Decimal(m["ts"]) == latest)]
+        start = int(params.get("cursor") or 0)
+        limit = int(params.get("limit") or 1000)
+        page = thread[start : start + limit]
+        more = start + limit < len(thread)
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
+
+
+def _chunk_text(params: dict[str, Any]) -> str:
+    """The markdown a streaming call carries (``markdown_text`` or markdown chunks)."""
+    text = str(params.get("markdown_text") or "")
+    for c in params.get("chunks") or []:
+        if isinstance(c, dict) and c.get("type") == "markdown_text":
+            text += str(c.get("text", ""))
+    return text
+
+
+def signed_post(
+    url: str, body: str, ctype: str, secret: str, headers: dict[str, str] | None = None, age: int = 0
+) -> tuple[int, str]:
+    """POST ``body`` signed the way Slack signs requests (v0 HMAC-SHA256 over ts and body)."""
+    ts = str(int(time.time()) - age)
+    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    h = {"Content-Type": ctype, "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig, **(headers or {})}
+    req = urllib.request.Request(url, data=body.encode(), headers=h, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
