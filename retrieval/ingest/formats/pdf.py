@@ -12,7 +12,6 @@ from retrieval.ingest.formats.builder import PAGE_BREAK, TextBuilder
 from retrieval.types import Document
 
 
-
 @dataclass(frozen=True)
 class PdfExtractor:
     name: str = "pdf"
