@@ -24,6 +24,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from bot.claims import CLAIMS, FirstDelivery, SharedClaims
 from bot.delivery import Delivery
 from bot.feedback import FeedbackStore
+from bot.gaps import GapRecord
 from bot.health import Health, index_health
 from bot.intake import Intake
 from bot.journal import Journal
@@ -100,6 +101,7 @@ def build_slack_bot(
     first_delivery: Callable[[str], bool] | None = None,
     scopes: ChannelScopes | None = None,
     options: SlackOptions = SlackOptions(),
+    gaps: GapRecord | None = None,
 ) -> SlackBot:
     """The Bolt app and everything its handlers hand work to: the Web API client, the
     thread reader, the journal, the delivery, the intake and the first-delivery claims."""
@@ -111,10 +113,10 @@ def build_slack_bot(
     journal = Journal(data_dir)
     scopes = scopes or ChannelScopes({})
     delivery = Delivery(client, me, options.stream_interval_s, options.native_stream)
-    intake = Intake(answers, delivery, journal, threads, feedback, scopes, metrics)
+    intake = Intake(answers, delivery, journal, threads, feedback, scopes, metrics, gaps=gaps)
     app = App(signing_secret=signing_secret, client=client)
     return SlackBot(
-        app, client, intake, journal, threads, feedback, scopes, FirstDelivery(first_delivery), status=status
+        app, client, intake, journal, threads, feedback, scopes, FirstDelivery(first_delivery), status=status, gaps=gaps
     )
 
 
@@ -298,6 +300,15 @@ class Builder:
             rewriter=self.rewriter(),
         )
 
+    @cached_property
+    def gap_record(self) -> GapRecord:
+        """The record of questions and their outcomes (read by `footnote gaps`, even when recording is off)."""
+        return GapRecord(self.settings.data_dir, self.settings.gaps_days)
+
+    def gaps(self) -> GapRecord | None:
+        """Where questions are recorded; None with FOOTNOTE_GAPS=off (then no file is made)."""
+        return self.gap_record if self.settings.gaps else None
+
     # -- serving ---------------------------------------------------------------------------
 
     @cached_property
@@ -338,6 +349,7 @@ class Builder:
                 thread_messages=s.thread_messages,
                 thread_context_chars=s.thread_context_chars,
             ),
+            gaps=self.gaps(),
         )
 
     def models_to_load(self) -> list[ModelLoad]:

@@ -339,13 +339,23 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
 
     The model writes only [n]; Footnote attaches each source's document, section,
     link and quote. When nothing relevant is found, the question is refused and the
-    model is not called.
+    model is not called. Each question and its outcome is recorded for `footnote gaps`
+    (asked in "all documents"; nothing with FOOTNOTE_GAPS=off).
     """
     from bot.render import answer_json, answer_text
+    from retrieval.answer import Outcome
 
     rt = Builder(settings)
+    gaps = rt.gaps()
     for q in _questions(question, from_file):
-        result = rt.answers.answer(q)
+        try:
+            result = rt.answers.answer(q)
+        except FootnoteError:
+            if gaps is not None:
+                gaps.record(q, Outcome.ERROR, None, surface="cli")
+            raise
+        if gaps is not None:  # the operator's questions are demand too; `footnote gaps` says where each came from
+            gaps.record(q, result.outcome, None, surface="cli", answer=result)
         click.echo(json.dumps(answer_json(result)) if as_json else answer_text(result) + "\n")
 
 
@@ -511,6 +521,67 @@ def feedback(settings: Settings, as_json: bool) -> None:
             click.echo(json.dumps(rec))
         else:
             click.echo(f"{'👍' if rec.get('vote') == 'up' else '👎'} {rec.get('user')}: {rec.get('question', '?')}")
+
+
+_UNITS = {"h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0}
+
+
+def _since(text: str) -> float | None:
+    """``30d``, ``12h``, ``2w`` as seconds; ``all`` as None (everything kept)."""
+    text = text.strip().lower()
+    if text == "all":
+        return None
+    try:
+        value = float(text[:-1])
+    except ValueError:
+        value = -1.0
+    if text[-1:] not in _UNITS or value <= 0:
+        raise click.BadParameter(f"{text!r}: a number of hours, days or weeks such as 12h, 30d, 2w, or 'all'")
+    return value * _UNITS[text[-1]]
+
+
+@main.command()
+@click.option("--since", "since", default="30d", show_default=True, help="How far back: 12h, 30d, 2w or all.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--purge", is_flag=True, help="Delete every recorded question now (the file is rewritten).")
+@click.pass_obj
+def gaps(settings: Settings, since: str, as_json: bool, purge: bool) -> None:
+    """What the docs don't answer: refused and 👎 questions, grouped by meaning.
+
+    Every question asked in Slack or with `footnote ask` is recorded with its outcome
+    (answered, refused by the gate, refused by the model, every claim removed, error),
+    its scope and the documents nearest to it, and kept FOOTNOTE_GAPS_DAYS (90) days.
+    Each group is labelled by its most central question, with how many asked and the
+    documents where the answer would likely belong. This command shows every scope;
+    the App Home shows each person only the questions their channels may see.
+    """
+    from bot.gaps import FILE, find_gaps, gaps_text
+
+    seconds = _since(since)
+    if not (settings.data_dir / FILE).is_file():
+        off = "" if settings.gaps else " (recording is off: FOOTNOTE_GAPS=off)"
+        click.echo(json.dumps({"groups": []}) if as_json and not purge else f"No questions recorded yet{off}.")
+        return
+    record = Builder(settings).gap_record
+    if purge:
+        click.echo(f"Deleted {record.purge()} recorded questions.")
+        return
+    rows = record.asked(seconds)
+    found = find_gaps(rows)
+    label = "everything kept" if seconds is None else f"last {since}"
+    if as_json:
+        out = {
+            "since": since,
+            "recording": settings.gaps,
+            "keep_days": settings.gaps_days,
+            "outcomes": record.outcomes(seconds),
+            "groups": [g.as_json() for g in found],
+        }
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    click.echo(gaps_text(found, label, len(rows)))
+    if not settings.gaps:
+        click.secho("Recording is off (FOOTNOTE_GAPS=off): these are questions recorded before.", fg="yellow")
 
 
 @main.command("model-path")

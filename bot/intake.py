@@ -3,10 +3,12 @@
 A question is checked against its channel's scope, journaled, given a placeholder
 (with its place in the queue), and answered by the one worker (one model context
 answers one question at a time). Whatever the answer service raises becomes a visible
-error in the placeholder and the next question is answered. The pending counter goes
-back down on every path, a failed placeholder post included (the answer is then a new
-reply). On shutdown the worker stops taking jobs; what it did not finish stays in the
-journal, and :meth:`Intake.recover` answers it at the next start.
+error in the placeholder and the next question is answered. Every outcome, an error
+included, goes to the gaps record (when there is one) before the answer is shown, so a
+click on its buttons finds it. The pending counter goes back down on every path, a
+failed placeholder post included (the answer is then a new reply). On shutdown the
+worker stops taking jobs; what it did not finish stays in the journal, and
+:meth:`Intake.recover` answers it at the next start.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from dataclasses import replace
 
 from bot.delivery import RESTARTING, Delivery, queue_note
 from bot.feedback import FeedbackStore
+from bot.gaps import GapRecord
 from bot.journal import Journal
 from bot.metrics import Metrics
 from bot.question import Job, Question
 from bot.scoping import ChannelScopes
 from bot.threads import SlackThreads
-from retrieval.answer import Answer, AnswerService
+from retrieval.answer import Answer, AnswerService, Outcome
 
 log = logging.getLogger("footnote.slack")
 
@@ -44,6 +47,7 @@ class Intake:
         scopes: ChannelScopes,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
+        gaps: GapRecord | None = None,
     ) -> None:
         self.answers = answers
         self.delivery = delivery
@@ -53,6 +57,7 @@ class Intake:
         self.scopes = scopes
         self.metrics = metrics
         self.clock = clock
+        self.gaps = gaps  # None: FOOTNOTE_GAPS=off, nothing is recorded
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._pending = 0
         self._changed = threading.Condition()
@@ -162,15 +167,20 @@ class Intake:
         result: Answer | None = None
         self.delivery.working(job)
         stream = self.delivery.stream(job, lambda ts: self._moved(job, ts))
+        noted = False
         try:
             context = self._context(q)
             result = self.answers.answer(q.text, context=context, folders=q.folders, on_token=stream.on_token)
             stream.finish()
-            shown = self.delivery.final(job, result, self.feedback.remember(q, result))
+            feedback_id = self.feedback.remember(q, result)
+            noted = self._note(q, result.outcome, result, feedback_id)
+            shown = self.delivery.final(job, result, feedback_id)
         except Exception as exc:  # never silent: the cause is logged, the person sees it
             log.exception("answering %r failed", q.text)
             result = None
             stream.finish()
+            if not noted:
+                self._note(q, Outcome.ERROR)
             shown = self.delivery.error(job, exc)
         finally:
             self.delivery.working(job, on=False)
@@ -178,6 +188,18 @@ class Intake:
                 self.metrics.answered("slack", result, time.perf_counter() - t0)
         if shown:
             self._done(job)
+
+    def _note(
+        self, q: Question, outcome: Outcome, result: Answer | None = None, feedback_id: str | None = None
+    ) -> bool:
+        """Keep the outcome in the gaps record; a failing record never costs the answer."""
+        if self.gaps is None:
+            return False
+        try:
+            self.gaps.record(q.text, outcome, q.folders, surface="slack", answer=result, feedback_id=feedback_id)
+        except Exception:
+            log.exception("could not record the question's outcome")
+        return True
 
     def _context(self, q: Question) -> tuple[str, ...]:
         try:

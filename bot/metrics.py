@@ -1,4 +1,5 @@
-"""Prometheus metrics for ``GET /metrics``: questions, refusals, errors, answer
+"""Prometheus metrics for ``GET /metrics``: questions, refusals, errors, questions by
+outcome (answered, refused by the gate or the model, every claim removed, error), answer
 latency, sync durations, and documents by state (read from the index at scrape time)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from retrieval.answer import Answer
+from retrieval.answer import Answer, Outcome
 from retrieval.ingest import SyncReport
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -37,6 +38,9 @@ class Metrics:
         self.questions = Counter("footnote_questions", "Questions received", ["surface"], registry=r)
         self.refusals = Counter("footnote_refusals", "Questions answered with a refusal", registry=r)
         self.errors = Counter("footnote_errors", "Questions that ended in an error", registry=r)
+        self.outcomes = Counter("footnote_outcomes", "Questions by how they ended", ["outcome"], registry=r)
+        for kind in Outcome:  # every kind is on the page from the start, at 0
+            self.outcomes.labels(kind.value)
         self.answer_seconds = Histogram(
             "footnote_answer_seconds",
             "Time from question to final answer",
@@ -54,6 +58,7 @@ class Metrics:
 
     def answered(self, surface: str, answer: Answer | None, seconds: float) -> None:
         self.questions.labels(surface).inc()
+        self.outcomes.labels((answer.outcome if answer is not None else Outcome.ERROR).value).inc()
         if answer is None:
             self.errors.inc()
             return

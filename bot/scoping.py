@@ -11,7 +11,10 @@ With no entry for a channel and no ``*``, a channel searches everything.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+Folders = tuple[str, ...] | None  # the folders a channel may search; None = every document
 
 
 @dataclass(frozen=True)
@@ -31,3 +34,22 @@ class ChannelScopes:
         key = "dm" if is_dm and "dm" in self.mapping else channel
         folders = self.mapping.get(key, self.mapping.get("*"))
         return Scope(folders)
+
+    def reader(self, channels: Iterable[str]) -> list[Folders]:
+        """What a person in ``channels`` may search: each channel's folders, and a direct
+        message's (anyone can write to Footnote directly). Excluded channels give nothing."""
+        scopes = [self.for_channel(c) for c in channels]
+        return [s.folders for s in scopes if not s.excluded] + [self.for_channel("", is_dm=True).folders]
+
+
+def may_see(allowed: Sequence[Folders], asked_in: Folders) -> bool:
+    """Whether a reader who may search ``allowed`` may see a question asked about ``asked_in``:
+    every folder it was asked about lies within one the reader may search."""
+    if any(a is None for a in allowed):
+        return True
+    if asked_in is None:
+        return False
+    granted = {g.strip("/") for a in allowed if a is not None for g in a}
+    if "" in granted:
+        return True
+    return all(any(f.strip("/") == g or f.strip("/").startswith(g + "/") for g in granted) for f in asked_in)

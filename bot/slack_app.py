@@ -14,15 +14,19 @@ from slack_sdk import WebClient
 
 from bot.claims import FirstDelivery
 from bot.feedback import FeedbackStore
+from bot.gaps import DAY_S, GapRecord, find_gaps, gaps_blocks, visible
 from bot.health import Health
 from bot.intake import NOT_HERE, Intake
 from bot.journal import Journal
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
-from bot.scoping import ChannelScopes
+from bot.scoping import ChannelScopes, Folders
 from bot.threads import MENTION, SlackThreads
 
 log = logging.getLogger("footnote.slack")
+
+HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the last 30 days
+HOME_GAPS = 5
 
 
 class SlackBot:
@@ -39,6 +43,7 @@ class SlackBot:
         scopes: ChannelScopes,
         first: FirstDelivery,
         status: Callable[[], Health] | None = None,
+        gaps: GapRecord | None = None,
     ) -> None:
         self.app = app
         self.client = client
@@ -48,6 +53,7 @@ class SlackBot:
         self.feedback = feedback
         self.scopes = scopes
         self.status = status
+        self.gaps = gaps  # None: FOOTNOTE_GAPS=off
         self._first = first
         self._register()
 
@@ -129,16 +135,56 @@ class SlackBot:
 
     def _on_home(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
         ack()
-        if event.get("tab", "home") != "home" or self.status is None:
+        if event.get("tab", "home") != "home":
             return
-        blocks = status_blocks(self.status())
-        self.client.views_publish(user_id=event["user"], view={"type": "home", "blocks": blocks})
+        blocks = status_blocks(self.status()) if self.status is not None else []
+        if self.gaps is not None:
+            blocks += self._gap_blocks(event["user"])
+        if blocks:
+            self.client.views_publish(user_id=event["user"], view={"type": "home", "blocks": blocks[:100]})
+
+    def _gap_blocks(self, user: str) -> list[dict[str, Any]]:
+        """The groups of refused and 👎 questions this person may see: questions asked about
+        folders their channels may search, grouped among themselves only."""
+        assert self.gaps is not None
+        rows = self.gaps.asked(HOME_GAP_DAYS * DAY_S, gaps_only=True)
+        mine = visible(rows, self._reader(user)) if rows else []
+        return gaps_blocks(find_gaps(mine), HOME_GAP_DAYS, HOME_GAPS)
+
+    def _reader(self, user: str) -> list[Folders]:
+        """What ``user`` may search: the folders of the channels they are in (as Slack lists
+        them; without the permission to list, only what a direct message may search)."""
+        channels: list[str] = []
+        cursor = None
+        try:
+            while True:
+                page = self.client.users_conversations(
+                    user=user,
+                    types="public_channel,private_channel,mpim",
+                    exclude_archived=True,
+                    limit=200,
+                    cursor=cursor,
+                )
+                channels += [str(c["id"]) for c in page.get("channels") or []]
+                cursor = (page.get("response_metadata") or {}).get("next_cursor")
+                if not cursor:
+                    break
+        except Exception:
+            log.warning("could not list %s's channels; showing what a direct message may see", user, exc_info=True)
+            channels = []
+        return self.scopes.reader(channels)
 
     def _on_feedback(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
         user = body.get("user", {}).get("id")
         vote = "up" if action.get("action_id") == "feedback_up" else "down"
-        self.feedback.record(str(action.get("value") or ""), vote, user)
+        feedback_id = str(action.get("value") or "")
+        self.feedback.record(feedback_id, vote, user)
+        if self.gaps is not None:
+            try:
+                self.gaps.vote(feedback_id, vote)
+            except Exception:
+                log.exception("could not record the vote in the gaps record")
         channel = body.get("channel", {}).get("id")
         if channel and user:
             self.client.chat_postEphemeral(channel=channel, user=user, text="Thanks: your feedback was recorded.")

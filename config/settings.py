@@ -204,6 +204,12 @@ class Settings(BaseSettings):
     slack_native_stream: bool = Field(True, description="Stream with chat.startStream where Slack offers it.")
     slack_stream_interval_s: float = Field(1.5, ge=0.1, le=60, description="Seconds between streaming updates.")
 
+    # What the docs don't answer (the record of questions and their outcomes)
+    gaps: bool = Field(
+        True, description="Record every question's outcome for `footnote gaps` and the App Home (off: nothing)."
+    )
+    gaps_days: float = Field(90.0, gt=0, le=3650, description="Days a recorded question is kept, then deleted.")
+
     @field_validator("reranker")
     @classmethod
     def _reranker(cls, v: str | None) -> str | None:

@@ -3,8 +3,9 @@
 Used by the tests and by ``footnote bench --slack`` to drive the real Bolt app without
 a workspace. It keeps the messages it was asked to post (and those a test says a person
 wrote), so ``conversations.replies`` answers from them; ``auth.test`` names the bot
-(``UBOT``/``BBOT``). It can answer 429 (with ``Retry-After``) to exercise rate-limit
-retries, or an error such as ``unknown_method`` to exercise fallbacks.
+(``UBOT``/``BBOT``); ``users.conversations`` lists the channels a test put a person in.
+It can answer 429 (with ``Retry-After``) to exercise rate-limit retries, or an error
+such as ``unknown_method`` to exercise fallbacks.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class FakeSlack:
         self.throttled: list[str] = []
         self.seen_at: list[tuple[str, float]] = []  # (method, time.monotonic()) of every call
         self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> messages, as Slack keeps them
+        self.memberships: dict[str, list[str]] = {}  # user -> channels they are in (users.conversations)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,6 +97,11 @@ class FakeSlack:
             msg["thread_ts"] = thread_ts
         with self._lock:
             self.messages.setdefault(channel, []).append(msg)
+
+    def member(self, user: str, *channels: str) -> None:
+        """``user`` is in ``channels`` (what ``users.conversations`` lists for them)."""
+        with self._lock:
+            self.memberships.setdefault(user, []).extend(channels)
 
     # -- what a test reads ----------------------------------------------------------------
 
@@ -182,11 +189,26 @@ class FakeSlack:
                     found["blocks"] = params["blocks"]
         elif method == "conversations.replies":
             body = self._replies(msgs, params)
+        elif method == "users.conversations":
+            body = self._paged(
+                "channels", [{"id": c} for c in self.memberships.get(str(params.get("user")), [])], params
+            )
         elif method == "auth.test":
             body = {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "footnote"}
         else:
             body.update({"user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM})
         return 200, body, {}
+
+    @staticmethod
+    def _paged(key: str, items: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        """``items`` paged by ``limit`` and ``cursor`` (an offset here)."""
+        start, limit = int(params.get("cursor") or 0), int(params.get("limit") or 100)
+        more = start + limit < len(items)
+        return {
+            key: items[start : start + limit],
+            "ok": True,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     @staticmethod
     def _replies(msgs: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from retrieval.answer.citations import BROADCAST, Citation, Linker, locator_for,
 from retrieval.answer.links import LinkSigner, SignLink, VerifyLink, load_secret
 from retrieval.answer.probe import ANSWER_PROBE
 from retrieval.answer.rewrite import Rewrite, Rewriter, widen
-from retrieval.answer.service import Answer, AnswerCheck, AnswerService
+from retrieval.answer.service import Answer, AnswerCheck, AnswerService, Outcome
 from retrieval.answer.support import content_words
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Citation",
     "LinkSigner",
     "Linker",
+    "Outcome",
     "Rewrite",
     "Rewriter",
     "SignLink",

@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 import numpy as np
 
@@ -47,11 +48,26 @@ class AnswerCheck:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
+class Outcome(StrEnum):
+    """How a question ended, as a value: /metrics counts each kind, the gaps record keeps it."""
+
+    ANSWERED = "answered"  # every sentence shown is backed by the evidence it cites
+    REFUSED_GATE = "refused_gate"  # nothing relevant enough (or nothing in scope): the model was not asked
+    REFUSED_MODEL = "refused_model"  # the model wrote [0]: the sources it read do not answer
+    CLAIMS_REMOVED = "claims_removed"  # the check removed every sentence the model wrote; the evidence is quoted
+    ERROR = "error"  # no answer: the model or the service failed
+
+    @property
+    def refused(self) -> bool:
+        """No answer was shown (what ``Answer.refused`` says)."""
+        return self in (Outcome.REFUSED_GATE, Outcome.REFUSED_MODEL, Outcome.ERROR)
+
+
 @dataclass(frozen=True)
 class Answer:
     question: str
     refused: bool
-    reason: str
+    reason: str  # for people; ``outcome`` is the kind, as a value
     text: str
     citations: list[Citation]  # the evidence the answer cites, numbered as in the text
     consulted: list[Citation] = field(default_factory=list)  # passages read when the model found no answer
@@ -60,6 +76,13 @@ class Answer:
     collection: str | None = None  # the folders searched, when the asker's channel is scoped
     check: AnswerCheck = field(default_factory=AnswerCheck)
     timings: dict[str, float] = field(default_factory=dict)
+    outcome: Outcome = Outcome.ANSWERED
+    # The question's vector as the search embedded it (with its thread's context), for grouping by meaning.
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.refused != self.outcome.refused:
+            raise ValueError(f"an answer with refused={self.refused} cannot have the outcome {self.outcome}")
 
 
 def _nearest_docs(hits: Sequence[Hit], n: int = 3) -> list[str]:
@@ -140,7 +163,16 @@ class AnswerService:
         nearest = _nearest_docs(result.hits)
         # Every outcome starts as a refusal that names where Footnote looked.
         base = Answer(
-            question, True, decision.reason, "", [], nearest=nearest, gate=decision.signal, collection=collection
+            question,
+            True,
+            decision.reason,
+            "",
+            [],
+            nearest=nearest,
+            gate=decision.signal,
+            collection=collection,
+            outcome=Outcome.REFUSED_GATE,
+            vector=result.query_vector,
         )
         if not decision.answerable:
             reason = decision.reason
@@ -172,7 +204,14 @@ class AnswerService:
             consulted = make_citations(list(sources), self.links)
             check_ = AnswerCheck(len(claims), constrained=constrained)
             reason = "the model found no answer in the sources"
-            return replace(base, reason=reason, consulted=consulted, check=check_, timings=timings)
+            return replace(
+                base,
+                reason=reason,
+                consulted=consulted,
+                check=check_,
+                timings=timings,
+                outcome=Outcome.REFUSED_MODEL,
+            )
 
         t = time.perf_counter()
         # The question's vector is the one search already made (with the thread's context).
@@ -192,8 +231,17 @@ class AnswerService:
             constrained=constrained,
             removed_claims=tuple(checked.removed),
         )
+        # Nothing the model wrote survived the check (a bare "No." is not removed: it is too short to check).
+        outcome = Outcome.CLAIMS_REMOVED if shown_as_evidence and checked.removed else Outcome.ANSWERED
         return replace(
-            base, refused=False, reason="answered", text=text, citations=cited, check=summary, timings=timings
+            base,
+            refused=False,
+            reason="answered",
+            text=text,
+            citations=cited,
+            check=summary,
+            timings=timings,
+            outcome=outcome,
         )
 
     def _rewritten(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from retrieval.answer import Answer, AnswerService, content_words
+from retrieval.answer import Answer, AnswerService, Outcome, content_words
 from retrieval.errors import FootnoteError
 from retrieval.evaluation.metrics import normalise, sign_test, wilson
 
@@ -82,7 +82,7 @@ def run_answers(
         try:
             a = service.answer(q.question)
         except FootnoteError as exc:  # a model that timed out on one question is a result, not a crash
-            a = Answer(q.question, True, f"error: {exc}", "", [])
+            a = Answer(q.question, True, f"error: {exc}", "", [], outcome=Outcome.ERROR)
         rows.append(score(q.id, q.style, q.question, q.needle, a, time.perf_counter() - t, is_ood))
         if i % 10 == 0 or i == len(every):
             progress(f"answers {i}/{len(every)}")

@@ -213,3 +213,41 @@ def test_bench_runs_from_the_checkout_without_importing_it() -> None:
     import sys
 
     assert "bench" not in sys.modules  # the product never imports the tooling
+
+
+def test_ask_records_its_outcome_gaps_groups_it_and_purge_leaves_nothing(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, data = env
+    monkeypatch.setenv("FOOTNOTE_EMBED_RUNTIME", "torch-fp32")  # no runtime measurement in a fresh data dir
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    asked = ["How do I renew my Spanish passport?", "How long does a passport renewal take?"]
+    monkeypatch.setenv("FOOTNOTE_GAPS", "off")
+    assert runner.invoke(main, ["ask", asked[0]]).exit_code == 0
+    assert not (data / "gaps.sqlite3").exists()  # off: nothing recorded, not even an empty file
+    res = runner.invoke(main, ["gaps"])
+    assert res.exit_code == 0 and "recording is off" in res.output
+
+    monkeypatch.setenv("FOOTNOTE_GAPS", "on")
+    for q in asked:  # refused by the gate: the model is never loaded
+        assert runner.invoke(main, ["ask", q]).exit_code == 0
+    monkeypatch.setenv("FOOTNOTE_LLM_URL", "http://127.0.0.1:9")  # nothing listens: the model is not reachable
+    monkeypatch.setenv("FOOTNOTE_ANSWER_DEADLINE_S", "5")
+    res = runner.invoke(main, ["ask", "How fast must a SEV1 page be acknowledged?"])
+    assert res.exit_code == 1 and "not reachable" in res.output
+    res = runner.invoke(main, ["gaps", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["outcomes"]["refused_gate"] == 2 and out["outcomes"]["error"] == 1 and out["keep_days"] == 90
+    (group,) = out["groups"]
+    assert group["count"] == 2 and set(group["questions"]) == set(asked) and group["label"] in asked
+    assert group["surfaces"] == {"cli": 2} and group["scopes"] == ["all documents"] and group["nearest"]
+    assert "2×" in runner.invoke(main, ["gaps", "--since", "12h"]).output
+    assert runner.invoke(main, ["gaps", "--since", "soon"]).exit_code == 2
+
+    res = runner.invoke(main, ["gaps", "--purge"])
+    assert res.exit_code == 0 and "Deleted 3" in res.output
+    assert json.loads(runner.invoke(main, ["gaps", "--json"]).output)["groups"] == []
+    for f in data.glob("gaps.sqlite3*"):
+        assert b"passport" not in f.read_bytes()

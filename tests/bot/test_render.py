@@ -6,7 +6,7 @@ import json
 
 from bot.render import MAX_BLOCKS, SECTION_LIMIT, escape, slack_blocks
 from retrieval.answer.citations import Citation
-from retrieval.answer.service import Answer
+from retrieval.answer.service import Answer, Outcome
 
 
 def _cite(
@@ -38,7 +38,7 @@ def test_limits_are_respected() -> None:
 
 
 def test_refusal_is_clearly_not_an_answer() -> None:
-    a = Answer("q", True, "nothing relevant enough", "", [], nearest=["On-call Handbook"])
+    a = Answer("q", True, "nothing relevant enough", "", [], nearest=["On-call Handbook"], outcome=Outcome.REFUSED_GATE)
     blob = json.dumps(slack_blocks(a, feedback_id="f1"))
     assert "couldn't find this in the docs" in blob and "not an answer" in blob and "On-call Handbook" in blob
     assert "feedback_up" not in blob

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 from bot.builder import SlackOptions, build_slack_bot
+from bot.gaps import GapRecord
 from bot.health import index_health
 from bot.http_server import make_server, serve_in_thread
+from bot.metrics import Metrics
 from bot.scoping import ChannelScopes
-from retrieval.answer import Linker
+from retrieval.answer import Linker, Outcome
 from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError
 from retrieval.models.llm import LanguageModel, Message, OnToken
@@ -560,3 +562,112 @@ def test_channel_scoping_and_excluded_channels(harness_factory: Any) -> None:
     quiet = [p for p in h.slack.of("chat.postMessage") if p["channel"] == "CQUIET"]
     assert len(quiet) == 1 and "not enabled in this channel" in quiet[0]["text"] and quiet[0]["thread_ts"] == "801.1"
     assert model.prompts == []
+
+
+# -- what the docs don't answer -------------------------------------------------------------
+
+
+def _click(h: Harness, value: str, action_id: str, user: str = "U9") -> None:
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user},
+        "channel": {"id": "C1"},
+        "team": {"id": "T1"},
+        "api_app_id": "A1",
+        "token": "x",
+        "trigger_id": "t",
+        "actions": [
+            {"action_id": action_id, "block_id": "feedback", "value": value, "type": "button", "action_ts": "1"}
+        ],
+    }
+    before = len(h.slack.of("chat.postEphemeral"))
+    assert h.post(urllib.parse.urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded") == 200
+    assert h.slack.wait_for(lambda s: len(s.of("chat.postEphemeral")) > before, 10)
+
+
+def _home(h: Harness, user: str) -> str:
+    """Open the App Home as ``user``; the published view's blocks as JSON text."""
+    before = len(h.slack.of("views.publish"))
+    assert h.event({"type": "app_home_opened", "user": user, "channel": "D7", "tab": "home", "event_ts": "1.2"}) == 200
+    assert h.slack.wait_for(lambda s: len(s.of("views.publish")) > before, 30)
+    published = h.slack.of("views.publish")[-1]
+    view = published["view"] if isinstance(published["view"], dict) else json.loads(published["view"])
+    assert published["user_id"] == user
+    return json.dumps(view["blocks"], ensure_ascii=False)
+
+
+def test_every_outcome_is_recorded_with_its_scope_and_counted_on_metrics(harness_factory: Any, tmp_path: Path) -> None:
+    gaps = GapRecord(tmp_path / "gaps")
+    metrics = Metrics(lambda: {})
+    script: list[str | Exception] = [
+        "Within 5 minutes [1].",
+        "[0]",
+        "Pagers are issued by the facilities team in Aarhus [1].",
+        ModelError("the model process crashed"),
+    ]
+    h = harness_factory(Scripted(script=script), gaps=gaps, metrics=metrics)
+    for i in range(4):  # one at a time: the script's order is the answering order
+        h.mention(ANSWERABLE, ts=f"900.{i + 1}")
+        h.finals(expect=i + 1)
+    h.mention("How do I renew my Spanish passport?", ts="900.5")
+    h.finals(expect=5)
+    rows = gaps.asked()
+    assert [r.outcome for r in rows] == [
+        Outcome.ANSWERED,
+        Outcome.REFUSED_MODEL,
+        Outcome.CLAIMS_REMOVED,
+        Outcome.ERROR,
+        Outcome.REFUSED_GATE,
+    ]
+    assert all(r.surface == "slack" and r.scope is None for r in rows)
+    assert [r.question for r in rows] == [ANSWERABLE] * 4 + ["How do I renew my Spanish passport?"]
+    answered, _, _, error, gate = rows
+    assert answered.vector is not None and error.vector is None and error.nearest == ()
+    assert gate.nearest and gate.gate is not None and gate.gate > 0
+    page = metrics.render().decode()
+    for kind in Outcome:
+        assert f'footnote_outcomes_total{{outcome="{kind.value}"}} 1.0' in page
+
+
+def test_a_thumbs_down_is_kept_with_its_question_and_makes_it_a_gap(harness_factory: Any, tmp_path: Path) -> None:
+    gaps = GapRecord(tmp_path / "gaps")
+    h = harness_factory(Scripted(), gaps=gaps)
+    h.mention(ANSWERABLE, ts="910.1")
+    (final,) = h.finals(expect=1)
+    value = next(b for b in final["blocks"] if b["type"] == "actions")["elements"][0]["value"]
+    assert "What the docs don't answer" in _home(h, "U7") and ANSWERABLE not in _home(h, "U7")  # answered: no gap
+    _click(h, value, "feedback_up")
+    _click(h, value, "feedback_down", user="U8")
+    (row,) = gaps.asked()
+    assert (row.outcome, row.up, row.down) == (Outcome.ANSWERED, 1, 1)
+    home = _home(h, "U7")
+    assert ANSWERABLE in home and "1×" in home and "👎 1" in home
+
+
+def test_app_home_shows_only_the_gaps_the_viewers_channels_may_see(harness_factory: Any, tmp_path: Path) -> None:
+    # Unlisted channels (and direct messages) search public/ only.
+    scopes = ChannelScopes({"CENG": ("engineering",), "CHR": ("hr",), "*": ("public",)})
+    gaps = GapRecord(tmp_path / "gaps")
+    h = harness_factory(Scripted(), scopes=scopes, gaps=gaps)
+    asked = [
+        ("CENG", "Where do I get a parking permit for the office garage?"),
+        ("CENG", "How do I apply for a parking pass at the office?"),
+        ("CHR", "Can I get a parking pass for the office garage for my car?"),
+        ("CHR", "How do I report harassment by my manager?"),
+    ]
+    for i, (channel, question) in enumerate(asked):  # nothing is indexed under engineering/ or hr/: refused
+        h.mention(question, ts=f"920.{i + 1}", channel=channel)
+    h.finals(expect=4)
+    assert [r.scope for r in gaps.asked()] == [("engineering",), ("engineering",), ("hr",), ("hr",)]
+    h.slack.member("U7", *[f"COTHER{i}" for i in range(250)], "CENG")  # the listing is paged
+    h.slack.member("U8", "CHR")
+    eng = _home(h, "U7")
+    assert "2×" in eng and "parking" in eng
+    assert "for my car" not in eng and "harassment" not in eng  # hr's questions stay in hr
+    hr = _home(h, "U8")
+    assert "for my car" in hr and "harassment" in hr and "office garage?" not in hr and "apply for" not in hr
+    assert "2×" not in hr
+    nobody = _home(h, "U9")  # only a direct message, which searches public/
+    assert "Nothing you can see" in nobody and "parking" not in nobody
+    h.slack.fail("users.conversations", "missing_scope")  # an app installed before it asked for channels:read
+    assert "Nothing you can see" in _home(h, "U7")  # then only what a direct message may see

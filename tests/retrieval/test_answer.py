@@ -14,7 +14,7 @@ import pytest
 
 from retrieval.answer import Linker
 from retrieval.answer.prompt import answer_grammar, build_prompt
-from retrieval.answer.service import DOCS_SAY, AnswerService
+from retrieval.answer.service import DOCS_SAY, Answer, AnswerService, Outcome
 from retrieval.errors import ModelError
 from retrieval.models.llm import LanguageModel, LlamaCppModel
 from retrieval.search.engine import Engine
@@ -144,6 +144,37 @@ def test_quoted_phrase_absent_from_every_source_is_refused_without_the_model(exa
     a = svc.answer('What does error code "LW-9999" mean?')
     assert a.refused and "verbatim" in a.reason  # refused because of the phrase, not the gate
     assert len(model.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "reply", "outcome"),
+    [
+        (SEV1, "[{ack}] The on-call engineer must acknowledge the page within 5 minutes.", Outcome.ANSWERED),
+        (SEV1, "[{ack}] No.", Outcome.ANSWERED),  # too short to check: the evidence is shown, nothing was removed
+        (SEV1, "[{ack}] Pagers are issued by the facilities team in Aarhus.", Outcome.CLAIMS_REMOVED),
+        (SEV1, "[0]", Outcome.REFUSED_MODEL),
+        ("How do I renew my Spanish passport?", "[1] never asked", Outcome.REFUSED_GATE),
+    ],
+)
+def test_every_outcome_is_a_value_that_agrees_with_refused(
+    examples_engine: Engine, question: str, reply: str, outcome: Outcome
+) -> None:
+    model = ScriptedModel(lambda p: reply.format(ack=_number_of(p, ACK)))
+    a = _service(examples_engine, model).answer(question)
+    assert a.outcome is outcome and a.refused is outcome.refused
+    assert a.vector is not None and a.vector.shape == (examples_engine.embedder.dimension,)
+
+
+def test_a_channel_scope_without_documents_is_a_gate_refusal(examples_engine: Engine) -> None:
+    a = _service(examples_engine, ScriptedModel("[1] never asked")).answer(SEV1, folders=["nowhere"])
+    assert a.outcome is Outcome.REFUSED_GATE and a.reason == "no documents in nowhere/"
+
+
+def test_an_answer_cannot_say_refused_and_answered_at_once() -> None:
+    with pytest.raises(ValueError, match="cannot have the outcome"):
+        Answer("q", True, "nothing relevant", "", [])
+    with pytest.raises(ValueError, match="cannot have the outcome"):
+        Answer("q", False, "answered", "Yes [1].", [], outcome=Outcome.REFUSED_MODEL)
 
 
 def test_prompt_carries_thread_context_and_fixed_instructions_first() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from retrieval.answer.citations import Citation
-from retrieval.answer.service import Answer, AnswerCheck
+from retrieval.answer.service import Answer, AnswerCheck, Outcome
 from retrieval.evaluation.answers import compare, needle_share, rows_from_json, rows_json, score, summarise
 
 NEEDLE = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes."
@@ -14,7 +14,9 @@ def _cite(quote: str) -> Citation:
 
 
 def _answer(text: str, quotes: list[str], refused: bool = False, **check: object) -> Answer:
-    return Answer("q", refused, "answered", text, [_cite(q) for q in quotes], check=AnswerCheck(**check))  # type: ignore[arg-type]
+    outcome = Outcome.REFUSED_MODEL if refused else Outcome.ANSWERED
+    cites = [_cite(q) for q in quotes]
+    return Answer("q", refused, "answered", text, cites, check=AnswerCheck(**check), outcome=outcome)  # type: ignore[arg-type]
 
 
 def test_needle_share_counts_content_words() -> None:
