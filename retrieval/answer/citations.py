@@ -7,6 +7,7 @@ Slack control sequences and mentions. Citation numbers are the answer format's b
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -60,22 +61,36 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02}:{s % 60:02}" if s >= 3600 else f"{s // 60}:{s % 60:02}"
 
 
-def locator_for(hit: Hit) -> tuple[str, str, dict[str, Any]]:
-    """(URL fragment, human label, structured place) for where the quote sits in its document."""
+def _marks_within(marks: list[list[Any]], span: tuple[int, int]) -> tuple[Any, Any]:
+    """The first and last marks (rows, cues) that ``span`` covers, found by position."""
+    offsets = [m[0] for m in marks]
+    first = max(0, bisect.bisect_right(offsets, span[0]) - 1)
+    last = max(first, bisect.bisect_left(offsets, span[1]) - 1)
+    return marks[first][1], marks[last][1]
+
+
+def locator_for(hit: Hit, span: tuple[int, int] | None = None) -> tuple[str, str, dict[str, Any]]:
+    """(URL fragment, human label, structured place) for where ``span`` (default: the whole
+    passage) sits in its document: its own rows and caption cues when the passage records
+    them (a line-based format's sentence is one row or one cue), its page or slide."""
     c = hit.chunk
     m = c.meta
     kind = m.get("locator", "char")
+    first, last = m.get("mark_first"), m.get("mark_last")
+    if span is not None and m.get("marks"):
+        first, last = _marks_within(m["marks"], span)
     if kind == "page":
         return f"#page={m['page']}", f"p. {m['page']}", {"page": m["page"]}
     if kind == "slide":
         return f"#slide={m['slide']}", f"slide {m['slide']}", {"slide": m["slide"]}
-    if kind == "sheet" and "mark_first" in m:
-        rng = f"A{m['mark_first']}:{m.get('last_col', 'A')}{m['mark_last']}"
+    if kind == "sheet" and first is not None:
+        rng = f"A{first}:{m.get('last_col', 'A')}{last}"
         return f"#sheet={quote(m['sheet'])}&range={rng}", f"{m['sheet']}!{rng}", {"sheet": m["sheet"], "range": rng}
-    if kind == "t" and "mark_first" in m:
-        start, end = float(m["mark_first"][0]), float(m["mark_last"][1])
+    if kind == "t" and first is not None and last is not None:
+        start, end = float(first[0]), float(last[1])
         return f"#t={_secs(start)},{_secs(end)}", f"{_clock(start)}–{_clock(end)}", {"start": start, "end": end}
-    return f"#char={c.start},{c.end}", c.section or c.doc_title, {}
+    a, b = span or (c.start, c.end)
+    return f"#char={a},{b}", c.section or c.doc_title, {}
 
 
 def media_beside(path: str, docs_dir: Path | None) -> str:
@@ -130,13 +145,11 @@ def cite(
 ) -> Citation:
     """A citation of ``span`` (with its own words ``quote``) inside the passage ``h``.
 
-    Text formats point at the span itself (``#char=``); pages, slides, sheet ranges and
-    media times keep their passage's locator, which contains the span.
+    Each format points at the span itself: its characters (``#char=``), its own sheet
+    rows, its own caption cues' time range, its page or its slide.
     """
     c = h.chunk
-    loc, label, where = locator_for(h)
-    if loc.startswith("#char="):
-        loc = f"#char={span[0]},{span[1]}"
+    loc, label, where = locator_for(h, span)
     # A transcript's time range opens the recording beside it (the viewer shows the text).
     target = media_beside(c.path, links.docs_dir) if "start" in where and not links.viewer_url else c.path
     return Citation(

@@ -88,7 +88,8 @@ def _make_chunk(
 
 def chunk_meta(doc: Document, sec: Section, start: int, end: int) -> dict[str, Any]:
     """Locator facts for one chunk: the section's own (a page, a sheet, a slide), plus the
-    first and last *marks* it covers (spreadsheet rows, caption cues), found by position."""
+    *marks* it covers (spreadsheet rows, caption cues, as ``[offset, mark]`` found by
+    position), so that a sentence inside it cites its own row or cue, and the first and last."""
     meta = {k: v for k, v in sec.meta.items() if k != "marks"}
     if doc.locator != "char":
         meta["locator"] = doc.locator
@@ -98,6 +99,7 @@ def chunk_meta(doc: Document, sec: Section, start: int, end: int) -> dict[str, A
         first = max(0, bisect.bisect_right(offsets, start) - 1)
         last = max(first, bisect.bisect_left(offsets, end) - 1)
         meta["mark_first"], meta["mark_last"] = marks[first][1], marks[last][1]
+        meta["marks"] = marks[first : last + 1]
     return meta
 
 
@@ -270,3 +272,24 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 def sentences(chunk: Chunk, min_chars: int = 12) -> list[str]:
     """A chunk's sentences, embedded at index time for best-sentence scoring."""
     return [chunk.content[a:b] for a, b in chunk_sentence_spans(chunk, min_chars)]
+
+
+_HEADING = re.compile(r"#{1,6}\s+\S")
+_QUESTION_END = re.compile(r"\?[\"')\]*_`]*\s*\Z")
+
+
+def is_question(text: str) -> bool:
+    """A sentence that asks (ends in a question mark, quotes and markup aside)."""
+    return bool(_QUESTION_END.search(text))
+
+
+def is_heading(text: str) -> bool:
+    """A Markdown heading line on its own (``## Setup``), the only thing in the sentence."""
+    stripped = text.strip()
+    return bool(_HEADING.match(stripped)) and "\n" not in stripped
+
+
+def is_evidence(text: str) -> bool:
+    """Whether a sentence can back an answer: a heading says what a section is about, never
+    what it says, and a question the source asks (an exercise, an FAQ's) answers nothing."""
+    return not is_heading(text) and not is_question(text)

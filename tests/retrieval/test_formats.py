@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer.citations import Linker, make_citations
+from retrieval.answer.citations import Linker, cite_evidence, locator_for, make_citations
+from retrieval.answer.evidence import number_sentences
 from retrieval.index.manifest import FAILED, INDEXED
 from retrieval.ingest.chunk import ChunkerConfig, chunk_document
 from retrieval.ingest.extract import extractor_for
@@ -123,6 +124,27 @@ def test_a_sentence_said_at_2_12_cites_its_time_and_opens_the_recording(office: 
     assert cite.where["start"] == pytest.approx(132.4)
     assert "planning-call.mp4#t=132.4," in cite.url  # the media file beside the captions
     assert "Jonas: The data retention period" in cite.quote
+
+
+def _sentence(eng: Engine, question: str, words: str):  # type: ignore[no-untyped-def]
+    """The top passage for ``question``, and the citation of its sentence containing ``words``."""
+    hit = eng.searcher().search(question, k=4).hits[0]
+    (sentence,) = [s for s in number_sentences([hit]) if words in s.text]
+    return hit, cite_evidence(1, sentence, Linker(docs_dir=eng.cfg.docs_dir))
+
+
+def test_a_cited_sentence_points_at_its_own_cue_row_and_page(office: Engine) -> None:
+    hit, cite = _sentence(office, "How long are audit logs retained?", "eighteen months")
+    assert hit.chunk.path == "planning-call.vtt"
+    assert cite.locator == "#t=132.4,138.25" and cite.label == "2:12–2:18"  # the cue said at 2:12
+    assert cite.where == {"start": 132.4, "end": 138.25} and cite.url.endswith("planning-call.mp4#t=132.4,138.25")
+    assert locator_for(hit)[0] != cite.locator  # the passage holds more cues: its range is wider
+    hit, cite = _sentence(office, "Who do I call for a SEV1 escalation?", "SEV1")
+    assert hit.chunk.path == "contacts.xlsx" and hit.chunk.meta["mark_first"] < 3  # the passage has more rows
+    assert cite.locator == "#sheet=Escalation&range=A3:C3" and cite.label == "Escalation!A3:C3"
+    assert cite.quote.startswith("Severity: SEV1")
+    hit, cite = _sentence(office, "What hotel room price per night is approved automatically?", "1,400 DKK")
+    assert hit.chunk.path == "travel.pdf" and cite.locator == "#page=2" and cite.where == {"page": 2}
 
 
 def test_slides_notes_and_html_and_word_tables_are_searchable(office: Engine) -> None:

@@ -63,7 +63,7 @@ def add_sheet(b: TextBuilder, name: str, rows: Iterable[Sequence[Any]]) -> None:
 @dataclass(frozen=True)
 class XlsxExtractor:
     name: str = "xlsx"
-    version: str = "1"
+    version: str = "2"  # 2: rebuilt so its chunks carry every row they cover (sentence-exact citations)
     suffixes: tuple[str, ...] = (".xlsx", ".xlsm")
     isolated: bool = True
 
@@ -89,7 +89,7 @@ class XlsxExtractor:
 @dataclass(frozen=True)
 class CsvExtractor:
     name: str = "csv"
-    version: str = "1"
+    version: str = "2"  # 2: rebuilt so its chunks carry every row they cover (sentence-exact citations)
     suffixes: tuple[str, ...] = (".csv",)
     isolated: bool = True
 

@@ -42,7 +42,7 @@ def parse_cues(text: str) -> list[tuple[float, float, str]]:
 @dataclass(frozen=True)
 class TranscriptExtractor:
     name: str = "transcript"
-    version: str = "1"
+    version: str = "2"  # 2: rebuilt so its chunks carry every cue they cover (sentence-exact citations)
     suffixes: tuple[str, ...] = (".vtt", ".srt")
     isolated: bool = True
 
