@@ -200,15 +200,14 @@ def _slack_lines(rt: Builder, qs: Sequence[str], tmp: Path) -> list[str]:
     """Signed request in -> first visible sign of work (the placeholder) -> final answer."""
     import json
 
-    from bot.http_server import make_server, serve_in_thread
+    from bot.http_server import SlackEvents, make_server
     from testkit.slack import FakeSlack, signed_post
 
     secret = "bench-secret"
     fake = FakeSlack()
     bot = build_slack_bot(rt.answers, "xoxb-bench", secret, tmp / "slack", api_url=fake.url)
-    server = make_server(bot.app, "127.0.0.1", 0, lambda: {"ok": True})
-    serve_in_thread(server)
-    url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
+    server = make_server(("127.0.0.1", 0), lambda: {"ok": True}, slack=SlackEvents(bot.app, secret)).start()
+    url = f"{server.url}/slack/events"
     samples: dict[str, list[float]] = {}
     try:
         for i, q in enumerate(qs):
@@ -230,8 +229,7 @@ def _slack_lines(rt: Builder, qs: Sequence[str], tmp: Path) -> list[str]:
             last_update = max(t for m, t in fake.seen_at if m == "chat.update")
             samples.setdefault("final answer", []).append((last_update - t0) * 1000)
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
         fake.close()
     return _stage_lines(samples, ("ack (HTTP 200)", "first visible sign", "final answer"))
 

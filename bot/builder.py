@@ -9,10 +9,11 @@ benchmarks and the tests build through it, so each runs what production runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +33,7 @@ from bot.metrics import Metrics
 from bot.scheduler import SyncSchedule, make_trigger
 from bot.scoping import ChannelScopes
 from bot.serve import ModelLoad, ServeOptions, Service
-from bot.slack_app import SlackBot
+from bot.slack_app import SlackBot, StatusOf
 from bot.threads import BotIdentity, SlackThreads
 from bot.viewer import render_view
 from config.settings import Settings
@@ -62,6 +63,8 @@ from retrieval.search import (
     SearchConfig,
     load_reranker,
 )
+
+log = logging.getLogger("footnote")
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def build_slack_bot(
     data_dir: Path,
     *,
     api_url: str | None = None,
-    status: Callable[[], Health] | None = None,
+    status: StatusOf | None = None,
     metrics: Metrics | None = None,
     first_delivery: Callable[[str], bool] | None = None,
     scopes: ChannelScopes | None = None,
@@ -285,15 +288,24 @@ class Builder:
         secret = load_secret(s.data_dir, s.link_secret.get_secret_value() if s.link_secret else None)
         return LinkSigner(secret, s.link_ttl_days * 86400)
 
+    def docs_folder(self) -> Path:
+        """The folder the index belongs to (recorded by its first sync), else FOOTNOTE_DOCS_DIR:
+        citations and the viewer point into it, whatever FOOTNOTE_DOCS_DIR says today."""
+        recorded = self.storage.manifest.docs_folder()
+        return Path(recorded) if recorded else self.settings.docs_dir
+
     @cached_property
     def answers(self) -> AnswerService:
-        """The one answer service every surface (CLI, Slack) calls."""
+        """The one answer service every surface (CLI, Slack) calls. Its links open the viewer on
+        FOOTNOTE_PUBLIC_URL (signed), or the drive (FOOTNOTE_DOCS_URL); without either they are
+        file paths, which the CLI prints and Slack never shows."""
         s = self.settings
+        sign = self.links.sign if s.public_url else None
         return AnswerService(
             self.engine.searcher,
             lambda: self.model,
             self.gate_config(),
-            links=Linker(s.docs_url, s.docs_dir, s.public_url, self.links.sign if s.public_url else None),
+            links=Linker(s.docs_url, self.docs_folder(), s.public_url, sign),
             max_sources=s.max_sources,
             max_tokens=s.llm_max_tokens,
             max_sentences=s.max_sentences,
@@ -319,8 +331,9 @@ class Builder:
     def schedule(self) -> SyncSchedule:
         return SyncSchedule(make_trigger(self.settings.sync_minutes, self.settings.sync_cron))
 
-    def health(self) -> Health:
-        return index_health(self.engine, self.schedule.next_run(), self.calibration())
+    def health(self, folders: Sequence[str] | None = None) -> Health:
+        """The index's health (of the documents under ``folders``, for a scoped Slack channel)."""
+        return index_health(self.engine, self.schedule.next_run(), self.calibration(), folders)
 
     def _claims(self) -> Callable[[str], bool] | None:
         """With a shared index, retries are recognised across replicas."""
@@ -352,6 +365,13 @@ class Builder:
             gaps=self.gaps(),
         )
 
+    def slack_client(self) -> WebClient:
+        """A Web API client on the bot token, for the checks `footnote serve` makes at start."""
+        s = self.settings
+        if s.slack_bot_token is None:
+            raise ConfigError("SLACK_BOT_TOKEN is not set: create the app from config/slack_manifest.yaml first")
+        return WebClient(token=s.slack_bot_token.get_secret_value(), base_url=s.slack_api_url or WebClient.BASE_URL)
+
     def models_to_load(self) -> list[ModelLoad]:
         """The in-process models `footnote serve` loads before its first sync: the answer model,
         and a query-rewrite model beside it (FOOTNOTE_REWRITE), without which questions are
@@ -371,13 +391,20 @@ class Builder:
             host, port or s.http_port, token, journal_max_age_s=s.journal_max_age_s, shutdown_grace_s=s.shutdown_grace_s
         )
 
+    def view(self, path: str, query: dict[str, str]) -> tuple[int, str]:
+        """The citation viewer's page (``GET /view/<path>``) for a document of the index's folder."""
+        extract = self.engine.indexer.runner.extract
+        return render_view(self.docs_folder(), path, query, extract, self.settings.ocr, verify=self.links.verify)
+
     def service(self) -> Service:
         """Everything `footnote serve` runs."""
         s = self.settings
-        runner = self.engine.indexer.runner
-
-        def view(path: str, query: dict[str, str]) -> tuple[int, str]:
-            return render_view(s.docs_dir, path, query, runner.extract, s.ocr, verify=self.links.verify)
+        if not s.public_url and not s.docs_url:
+            log.warning(
+                "FOOTNOTE_PUBLIC_URL is not set: citations in Slack name the document and section, without a link; "
+                "set it to the address Slack users reach this server at (e.g. https://footnote.example.com) "
+                "to link each one to its place in the viewer"
+            )
 
         return Service(
             engine=self.engine,
@@ -387,5 +414,6 @@ class Builder:
             health=self.health,
             model_reachable=self.model_reachable,
             calibrate=self.calibrate_in_background,
-            view=view,
+            view=self.view,
+            signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
         )

@@ -613,7 +613,7 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
     folder other than the one the index was built from is refused (before anything
     starts) unless given as --reindex-from.
     """
-    from bot.serve import run
+    from bot import serve as serving
 
     settings = _folder_settings(settings, None, reindex_from)
     if settings.slack_bot_token is None:
@@ -624,8 +624,14 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
     if not use_socket and settings.slack_signing_secret is None:
         raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
     b = Builder(settings)
-    _claim_folder(b, reindex_from is not None)
-    run(b.service, b.models_to_load(), b.serve_options(host, http_port, use_socket))
+    opts = b.serve_options(host, http_port, use_socket)
+    listener = serving.preflight(opts, b.slack_client())  # a port in use or a refused token: one line, at once
+    try:
+        _claim_folder(b, reindex_from is not None)
+    except BaseException:
+        listener.close()
+        raise
+    serving.run(b.service, b.models_to_load(), opts, listener)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 """Index health for people: counts by state, reasons, last and next sync.
 
 Read from the manifest (what the index really holds), never from what a sync
-said it did. Used by `/ask status`, the App Home tab and ``GET /healthz``.
+said it did. Used by `/ask status` and the App Home tab, for the documents in the
+asking channel's scope, and by ``GET /healthz``, which needs no authentication and
+so reports counts only: no document paths, no failure reasons.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from bot.scoping import in_folders
 from retrieval.index import FAILED, INDEXED, STALE, WRITING, totals
 from retrieval.search import Calibration, Engine
 
@@ -25,6 +29,7 @@ class Health:
     next_sync: datetime | None = None
     extra: dict[str, object] = field(default_factory=dict)
     calibration: Calibration | None = None  # the gate's self-calibration, when it is on
+    scope: tuple[str, ...] | None = None  # the folders counted (None: the whole index)
 
     @property
     def ok(self) -> bool:
@@ -32,6 +37,7 @@ class Health:
         return self.indexed > 0 and self.last_sync_error is None
 
     def as_json(self) -> dict[str, object]:
+        """Counts only (for ``/healthz``): which documents failed, and why, is for `footnote status`."""
         return {
             "ok": self.ok,
             "documents": self.indexed + len(self.failed) + len(self.stale),
@@ -39,19 +45,23 @@ class Health:
             FAILED: len(self.failed),
             STALE: len(self.stale),
             "chunks": self.chunks,
-            "failures": self.failed,
-            "stale_reasons": self.stale,
             "last_sync_at": self.last_sync_at,
             "last_sync_seconds": self.last_sync_seconds,
-            "last_sync_error": self.last_sync_error,
+            "last_sync_failed": self.last_sync_error is not None,
             "next_sync": self.next_sync.isoformat() if self.next_sync else None,
             "gate": self.calibration.summary() if self.calibration else None,
             **self.extra,
         }
 
 
-def index_health(engine: Engine, next_sync: datetime | None = None, calibration: Calibration | None = None) -> Health:
-    recs = list(engine.manifest.all().values())
+def index_health(
+    engine: Engine,
+    next_sync: datetime | None = None,
+    calibration: Calibration | None = None,
+    folders: Sequence[str] | None = None,
+) -> Health:
+    """The index's health, counting only the documents under ``folders`` (None: all of them)."""
+    recs = [r for r in engine.manifest.all().values() if in_folders(r.path, folders)]
     last = engine.last_sync
     return Health(
         indexed=sum(r.state == INDEXED for r in recs),
@@ -63,4 +73,5 @@ def index_health(engine: Engine, next_sync: datetime | None = None, calibration:
         last_sync_error=last.error if last else None,
         next_sync=next_sync,
         calibration=calibration,
+        scope=tuple(folders) if folders is not None else None,
     )

@@ -89,6 +89,11 @@ def escape(text: str) -> str:
 
 
 def _link(url: str, label: str) -> str:
+    """A link a reader can open: only to a web address (the viewer on FOOTNOTE_PUBLIC_URL, or
+    the drive's FOOTNOTE_DOCS_URL). Anything else (a ``file://`` path on the server) opens
+    nowhere, so the source is named without one."""
+    if not url.lower().startswith(("https://", "http://")):
+        return f"*{escape(label)}*"
     # Our own URL, built by the server; the label is escaped and may not contain "|".
     safe_url = url.replace(">", "%3E").replace("|", "%7C").replace(" ", "%20")
     return f"<{safe_url}|{escape(label).replace('|', '¦')}>"
@@ -150,15 +155,20 @@ def fallback_text(a: Answer) -> str:
 
 
 def status_text(h: Health) -> str:
-    """Index health as mrkdwn, for `/ask status` and the App Home tab."""
+    """Index health as mrkdwn, for `/ask status` and the App Home tab (``h`` holds only the
+    documents the asker's channel may search)."""
+    names = [escape(f.strip("/") + "/") if f.strip("/") else "all documents" for f in h.scope or ()]
+    where = "" if h.scope is None else " in " + ", ".join(names)
     lines = [
-        f"*Index health* {'✅' if h.ok else '⚠️'}",
+        f"*Index health{where}* {'✅' if h.ok else '⚠️'}",
         f"{h.indexed} indexed · {len(h.failed)} failed · {len(h.stale)} stale · {h.chunks} chunks",
     ]
     if h.last_sync_at is not None:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(h.last_sync_at))
         lines.append(f"Last sync: {when}, took {h.last_sync_seconds or 0:.1f}s")
-    if h.last_sync_error:
+    if h.last_sync_error and h.scope is not None:  # its reason may name what lies outside the scope
+        lines.append("Last sync failed (`footnote status` and the server's log say why)")
+    elif h.last_sync_error:
         lines.append(f"Last sync failed: {escape(h.last_sync_error)[:300]}")
     if h.next_sync is not None:
         lines.append(f"Next sync: {h.next_sync.strftime('%Y-%m-%d %H:%M %Z').strip()}")

@@ -17,10 +17,21 @@ from dataclasses import dataclass
 Folders = tuple[str, ...] | None  # the folders a channel may search; None = every document
 
 
+def in_folders(path: str, folders: Sequence[str] | None) -> bool:
+    """Whether ``path`` lies under one of ``folders`` (None, or an empty folder: anywhere),
+    the rule by which a scoped channel's search is restricted."""
+    if folders is None:
+        return True
+    return any(not f.strip("/") or path.startswith(f.strip("/") + "/") for f in folders)
+
+
 @dataclass(frozen=True)
 class Scope:
     folders: tuple[str, ...] | None  # None: the whole index
     excluded: bool = False
+
+    def covers(self, path: str) -> bool:
+        return not self.excluded and in_folders(path, self.folders)
 
 
 @dataclass(frozen=True)

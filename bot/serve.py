@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 from typing import Any, Protocol
 
 from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.health import Health
-from bot.http_server import View, make_server, serve_in_thread
+from bot.http_server import HttpServer, Limits, SlackEvents, View, bind, make_server
 from bot.metrics import Metrics
 from bot.scheduler import SyncSchedule
 from bot.slack_app import SlackBot
-from retrieval.errors import FootnoteError, SyncBusy
+from retrieval.errors import ConfigError, FootnoteError, SyncBusy
 from retrieval.models import LanguageModel
 from retrieval.search import Engine
 
@@ -45,6 +47,7 @@ class Service:
     model_reachable: Callable[[], bool]
     calibrate: Callable[[], None]  # after a sync that changed the index (in the background)
     view: View
+    signing_secret: str | None = None  # HTTP mode: Slack signs its requests with it
 
     def health_json(self) -> dict[str, object]:
         h = self.health().as_json()
@@ -74,8 +77,16 @@ class Service:
             report.seconds,
         )
 
-    def http_server(self, host: str, port: int) -> ThreadingHTTPServer:
-        return make_server(self.bot.app, host, port, self.health_json, self.view, self.metrics.render)
+    def http_server(
+        self, where: socket.socket | tuple[str, int], events: bool = True, limits: Limits | None = None
+    ) -> HttpServer:
+        """The HTTP server (not started): /healthz, /metrics, /view, and Slack's events when ``events``."""
+        slack = None
+        if events:
+            if not self.signing_secret:
+                raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
+            slack = SlackEvents(self.bot.app, self.signing_secret)
+        return make_server(where, self.health_json, self.view, self.metrics.render, slack, limits or Limits())
 
 
 class SocketConnection(Protocol):
@@ -83,45 +94,73 @@ class SocketConnection(Protocol):
     def close(self) -> None: ...
 
 
-def run_http(svc: Service, host: str, port: int, stop: threading.Event) -> None:
+def run_http(server: HttpServer, stop: threading.Event) -> None:
     """Slack's events, /healthz, /metrics and /view on one port, until ``stop``."""
-    server = svc.http_server(host, port)
-    serve_in_thread(server)
-    log.info("listening on http://%s:%d (/slack/events, /healthz, /metrics, /view/)", host, server.server_address[1])
+    server.start()
+    log.info("listening on %s:%d (/slack/events, /healthz, /metrics, /view/)", server.host, server.port)
     try:
         _wait(stop)
     finally:
-        server.shutdown()  # Slack's next delivery goes elsewhere (or is retried) instead of being acked here
-        server.server_close()
+        server.stop()  # Slack's next delivery goes elsewhere (or is retried) instead of being acked here
 
 
 def run_socket(
     svc: Service,
+    server: HttpServer,
     app_token: str,
-    host: str,
-    port: int,
     stop: threading.Event,
     connection: Callable[[App, str], SocketConnection] | None = None,
-    started: Callable[[ThreadingHTTPServer], None] | None = None,
+    started: Callable[[HttpServer], None] | None = None,
 ) -> None:
-    """Slack's events over Socket Mode; /healthz, /metrics and /view over HTTP on ``port``."""
-    server = svc.http_server(host, port)
-    serve_in_thread(server)
-    log.info("Socket Mode; /healthz, /metrics and /view/ on http://%s:%d", host, server.server_address[1])
+    """Slack's events over Socket Mode; /healthz, /metrics and /view over HTTP on ``server``."""
+    server.start()
+    log.info("Socket Mode; /healthz, /metrics and /view/ on %s:%d", server.host, server.port)
     if connection is None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
         connection = SocketModeHandler
     conn = connection(svc.bot.app, app_token)
     try:
-        conn.connect()
+        _ask_slack(conn.connect, "SLACK_APP_TOKEN")
         if started is not None:
             started(server)
         _wait(stop)
     finally:
         conn.close()
-        server.shutdown()
-        server.server_close()
+        server.stop()
+
+
+def _ask_slack(call: Callable[[], object], token: str) -> None:
+    """Run ``call``; Slack refusing ``token`` (or not answering) is a one-line ConfigError."""
+    try:
+        call()
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else None
+        raise ConfigError(
+            f"Slack refused {token} ({error or exc}): copy it again from the app's settings page"
+        ) from None
+    except (SlackClientError, OSError) as exc:
+        raise ConfigError(f"Slack could not be reached to check {token}: {exc}") from None
+
+
+def check_tokens(client: WebClient, app_token: str | None = None) -> None:
+    """Ask Slack whether it takes the bot token (and the app token, in Socket Mode), before
+    anything is loaded: a wrong one is one line at start, not a traceback minutes later."""
+    _ask_slack(client.auth_test, "SLACK_BOT_TOKEN")
+    if app_token is not None:
+        _ask_slack(lambda: client.apps_connections_open(app_token=app_token), "SLACK_APP_TOKEN")
+
+
+def preflight(opts: ServeOptions, client: WebClient) -> socket.socket:
+    """What can stop `footnote serve` at start, checked before anything loads: the port
+    (bound here, listened on once the index is ready), then the Slack tokens."""
+    listener = bind(opts.host, opts.port)
+    try:
+        check_tokens(client, opts.app_token)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
 
 
 def _wait(stop: threading.Event) -> None:
@@ -165,24 +204,33 @@ class ServeOptions:
     shutdown_grace_s: float = 8.0
 
 
-def run(service: Callable[[], Service], loads: Sequence[ModelLoad], opts: ServeOptions) -> None:
-    """Build the service, load the models, sync, then serve until SIGTERM (or SIGINT)."""
+def run(
+    service: Callable[[], Service], loads: Sequence[ModelLoad], opts: ServeOptions, listener: socket.socket
+) -> None:
+    """Build the service, load the models, sync, then serve on ``listener`` (from :func:`preflight`)
+    until SIGTERM (or SIGINT)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per scheduled run is noise
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)  # its start and stop lines repeat ours
     stop = threading.Event()
     _stop_on_signals(stop)
-    svc = service()
-    load_models(loads)
-    svc.sync()
-    svc.engine.searcher()
+    try:
+        svc = service()
+        load_models(loads)
+        svc.sync()
+        svc.engine.searcher()
+        server = svc.http_server(listener, events=opts.app_token is None)
+    except BaseException:
+        listener.close()
+        raise
     svc.schedule.start(svc.sync)
     log.info("next sync: %s", svc.schedule.next_run() or "none scheduled (FOOTNOTE_SYNC_MINUTES=0)")
     svc.bot.intake.recover(opts.journal_max_age_s)
     try:
         if opts.app_token is not None:
-            run_socket(svc, opts.app_token, opts.host, opts.port, stop)
+            run_socket(svc, server, opts.app_token, stop)
         else:
-            run_http(svc, opts.host, opts.port, stop)
+            run_http(server, stop)
     finally:
         svc.schedule.shutdown()
         finished = svc.bot.intake.close(opts.shutdown_grace_s)

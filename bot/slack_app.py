@@ -6,7 +6,7 @@ contract is kept here: ack at once, never answer a retried delivery twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from slack_bolt import App, BoltResponse
@@ -27,6 +27,8 @@ log = logging.getLogger("footnote.slack")
 
 HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the last 30 days
 HOME_GAPS = 5
+# The index's health, counting only the documents under the folders given (None: all).
+StatusOf = Callable[[Sequence[str] | None], Health]
 
 
 class SlackBot:
@@ -42,7 +44,7 @@ class SlackBot:
         feedback: FeedbackStore,
         scopes: ChannelScopes,
         first: FirstDelivery,
-        status: Callable[[], Health] | None = None,
+        status: StatusOf | None = None,
         gaps: GapRecord | None = None,
     ) -> None:
         self.app = app
@@ -118,14 +120,16 @@ class SlackBot:
         if not text:
             ack("Ask a question after the command, e.g. `/ask How do I claim travel expenses?`")
             return
-        if text.lower() == "status" and self.status is not None:
-            # Only the asker sees it (a slash command's direct response is ephemeral).
-            health = self.status()
-            ack(text=status_text(health), blocks=status_blocks(health))
-            return
         is_dm = command.get("channel_name") == "directmessage"
-        if self.scopes.for_channel(command["channel_id"], is_dm).excluded:
+        scope = self.scopes.for_channel(command["channel_id"], is_dm)
+        if scope.excluded:
             ack(NOT_HERE)
+            return
+        if text.lower() == "status" and self.status is not None:
+            # Only the asker sees it (a slash command's direct response is ephemeral), and only
+            # the documents this channel may search: no names from past its scope.
+            health = self.status(scope.folders)
+            ack(text=status_text(health), blocks=status_blocks(health))
             return
         ack()
         user = command.get("user_id", "")
@@ -137,9 +141,14 @@ class SlackBot:
         ack()
         if event.get("tab", "home") != "home":
             return
-        blocks = status_blocks(self.status()) if self.status is not None else []
-        if self.gaps is not None:
-            blocks += self._gap_blocks(event["user"])
+        # The Home tab is the user's direct conversation with the app: the direct-message scope.
+        scope = self.scopes.for_channel(str(event.get("channel", "")), is_dm=True)
+        if scope.excluded:
+            blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": NOT_HERE}}]
+        else:
+            blocks = status_blocks(self.status(scope.folders)) if self.status is not None else []
+            if self.gaps is not None:
+                blocks += self._gap_blocks(event["user"])
         if blocks:
             self.client.views_publish(user_id=event["user"], view={"type": "home", "blocks": blocks[:100]})
 

@@ -23,6 +23,8 @@ OWNERS = {
     "matplotlib": {"retrieval.evaluation.report"},
     "prometheus_client": {"bot.metrics"},
     "apscheduler": {"bot.scheduler"},
+    "uvicorn": {"bot.http_server"},
+    "starlette": {"bot.http_server"},
 }
 # Which subpackages each may import (its layer and those below).
 MAY_IMPORT = {

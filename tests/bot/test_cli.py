@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from bot.cli import main
 from retrieval.ingest.sync import PIPELINE_VERSION
-from tests.conftest import EXAMPLES
+from testkit.servers import free_port
+from testkit.slack import FakeSlack
+from tests.conftest import EXAMPLES, ROOT
 
 
 @pytest.fixture
@@ -171,11 +179,14 @@ def test_index_a_then_b_is_refused_and_the_index_stays_intact(env: tuple[Path, P
 
 
 def test_serve_with_another_docs_folder_refuses_before_starting(
-    env: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    env: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     docs, data = env
     assert CliRunner().invoke(main, ["index", "--quiet"]).exit_code == 0
     rows = _rows(data / "manifest.sqlite3")
+    slack = FakeSlack()  # serve asks Slack whether it takes the token before anything else
+    request.addfinalizer(slack.close)
+    monkeypatch.setenv("FOOTNOTE_SLACK_API_URL", slack.url)
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
     monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
@@ -251,3 +262,61 @@ def test_ask_records_its_outcome_gaps_groups_it_and_purge_leaves_nothing(
     assert json.loads(runner.invoke(main, ["gaps", "--json"]).output)["groups"] == []
     for f in data.glob("gaps.sqlite3*"):
         assert b"passport" not in f.read_bytes()
+
+
+@pytest.fixture
+def slack_env(env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlack]:
+    """`footnote serve`'s tokens set, against a fake Slack Web API; nothing past the start runs."""
+    slack = FakeSlack()
+    monkeypatch.setenv("FOOTNOTE_SLACK_API_URL", slack.url)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
+    yield slack
+    slack.close()
+
+
+def _one_line(res: Result) -> str:
+    """A start-up failure: exit 1, one line, no traceback."""
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit), (res.output, res.exception)
+    assert "Traceback" not in res.output
+    (line,) = res.output.strip().splitlines()
+    return line
+
+
+def test_serve_with_a_wrong_token_or_a_port_in_use_says_so_in_one_line_before_loading_anything(
+    slack_env: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[int] = []
+    monkeypatch.setattr("bot.serve.run", lambda *a, **kw: started.append(1))
+    monkeypatch.setattr("bot.builder.Builder.engine", property(lambda self: pytest.fail("loaded the index")))
+    slack_env.fail("auth.test", "invalid_auth", times=1)
+    line = _one_line(CliRunner().invoke(main, ["serve", "--http", "0"]))
+    assert line == "footnote: Slack refused SLACK_BOT_TOKEN (invalid_auth): copy it again from the app's settings page"
+
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xoxb-pasted-in-the-wrong-place")
+    monkeypatch.setenv("FOOTNOTE_HTTP_PORT", str(free_port()))
+    slack_env.fail("apps.connections.open", "not_allowed_token_type", times=1)
+    line = _one_line(CliRunner().invoke(main, ["serve", "--socket"]))
+    assert "Slack refused SLACK_APP_TOKEN (not_allowed_token_type)" in line
+    monkeypatch.delenv("SLACK_APP_TOKEN")
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        line = _one_line(CliRunner().invoke(main, ["serve", "--http", str(port), "--host", "127.0.0.1"]))
+    assert line.startswith(f"footnote: port {port} is in use on 127.0.0.1")
+    assert started == []
+    assert sum(m.startswith("auth.test") for m, _ in slack_env.calls) == 2  # the port is checked first
+
+
+def test_a_refused_bot_token_is_one_line_on_stderr_from_a_real_serve_process(slack_env: FakeSlack) -> None:
+    slack_env.fail("auth.test", "invalid_auth")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "serve", "--http", "0"], cwd=ROOT, env=env, capture_output=True, timeout=120
+    )
+    assert proc.returncode == 1 and time.monotonic() - t0 < 60
+    assert proc.stderr.decode().strip().splitlines() == [
+        "footnote: Slack refused SLACK_BOT_TOKEN (invalid_auth): copy it again from the app's settings page"
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from bot.render import MAX_BLOCKS, SECTION_LIMIT, escape, slack_blocks
 from retrieval.answer.citations import Citation
@@ -12,7 +13,8 @@ from retrieval.answer.service import Answer, Outcome
 def _cite(
     n: int, doc: str = "Hand<book> & co", quote: str = "Ping <!channel> and <@U1> at <https://x.example|here>"
 ) -> Citation:
-    return Citation(n, "a.md", doc, "Sec", 0, 10, quote, f"file:///docs/a.md#char=0,{n}", "#char=0,10", "Sec", 0.3)
+    url = f"https://footnote.example/view/a.md?sig=s#char=0,{n}"
+    return Citation(n, "a.md", doc, "Sec", 0, 10, quote, url, "#char=0,10", "Sec", 0.3)
 
 
 def test_escape_neutralises_mentions_links_and_broadcasts() -> None:
@@ -27,6 +29,16 @@ def test_document_text_cannot_ping_or_link() -> None:
     for bad in ("<!channel>", "<@U1>", "<https://x.example"):
         assert bad not in blob
     assert "#char=0,1|" in blob  # our own link survives, with its locator
+
+
+def test_a_file_path_is_never_a_link_in_slack() -> None:
+    """Without FOOTNOTE_PUBLIC_URL (or a drive URL) a citation's link is a path on the server,
+    which no reader can open: Slack gets the document and section, and the quote, unlinked."""
+    local = replace(_cite(1), url="file:///srv/docs/a.md#char=0,1")
+    a = Answer("q", False, "answered", "See [1].", [local])
+    blob = json.dumps(slack_blocks(a), ensure_ascii=False)
+    assert "file://" not in blob and "/srv/docs" not in blob and "<http" not in blob
+    assert "[1] *Hand&lt;book&gt; &amp; co — Sec*" in blob and "Ping" in blob  # named and quoted
 
 
 def test_limits_are_respected() -> None:
@@ -70,17 +82,17 @@ def test_page_sheet_and_time_locators_reach_the_sources_block_and_json() -> None
     from bot.render import answer_json
 
     cites = [
-        Citation(1, "t.pdf", "Travel", "p. 2", 70, 140, "Hotels up to 1,400 DKK.", "file:///d/t.pdf#page=2",
+        Citation(1, "t.pdf", "Travel", "p. 2", 70, 140, "Hotels up to 1,400 DKK.", "https://drive.example/d/t.pdf#page=2",
                  "#page=2", "p. 2", 0.2, {"page": 2}),
         Citation(2, "c.xlsx", "Contacts", "Escalation", 0, 60, "Severity: SEV1; Who: Birgitte",
-                 "file:///d/c.xlsx#sheet=Escalation&range=A3:C3", "#sheet=Escalation&range=A3:C3",
+                 "https://drive.example/d/c.xlsx#sheet=Escalation&range=A3:C3", "#sheet=Escalation&range=A3:C3",
                  "Escalation!A3:C3", 0.3, {"sheet": "Escalation", "range": "A3:C3"}),
         Citation(3, "call.vtt", "call", "Transcript", 0, 50, "Retention is eighteen months.",
-                 "file:///d/call.mp4#t=132.4,138.25", "#t=132.4,138.25", "2:12–2:18", 0.3, {"start": 132.4, "end": 138.25}),
+                 "https://drive.example/d/call.mp4#t=132.4,138.25", "#t=132.4,138.25", "2:12–2:18", 0.3, {"start": 132.4, "end": 138.25}),
     ]  # fmt: skip
     a = Answer("q", False, "answered", "Yes [1][2][3].", cites)
     text = json.dumps(slack_blocks(a), ensure_ascii=False)
-    assert "<file:///d/t.pdf#page=2|Travel — p. 2>" in text  # the label is the section: not repeated
+    assert "<https://drive.example/d/t.pdf#page=2|Travel — p. 2>" in text  # the label is the section: not repeated
     assert "Contacts — Escalation (Escalation!A3:C3)" in text and "call — Transcript (2:12–2:18)" in text
     js = answer_json(a)["citations"]
     assert js[0]["page"] == 2 and js[1]["sheet"] == "Escalation" and js[1]["range"] == "A3:C3"

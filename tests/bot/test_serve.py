@@ -8,16 +8,17 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pytest
 
 from bot.builder import Builder
-from bot.http_server import serve_in_thread
+from bot.http_server import HttpServer
 from bot.serve import Service, run_socket
 from config.settings import load_settings
+from retrieval.models import Embedder
 from testkit.slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES
 
@@ -25,22 +26,21 @@ SECRET = "serve-secret"
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[Builder, Service, str, FakeSlack]]:
+def service(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Builder, Service, str, FakeSlack]]:
     docs = tmp_path / "docs"
     shutil.copytree(EXAMPLES, docs)
+    (docs / "hr").mkdir()
+    (docs / "hr" / "layoffs-plan-2026.md").write_bytes(b"")  # fails (empty): /healthz must not name it
     slack = FakeSlack()
     settings = load_settings(
         data_dir=tmp_path / "data", docs_dir=docs, slack_bot_token="xoxb-x", slack_signing_secret=SECRET,
-        slack_api_url=slack.url, sync_minutes=0,
+        slack_api_url=slack.url, sync_minutes=0, public_url="https://footnote.example",
     )  # fmt: skip
-    b = Builder(settings)
+    b = Builder(settings, embedder)  # the session's embedder: no per-test runtime measurement
     svc = b.service()
     svc.sync()
-    server = svc.http_server("127.0.0.1", 0)
-    serve_in_thread(server)
-    yield b, svc, f"http://127.0.0.1:{server.server_address[1]}", slack
-    server.shutdown()
-    server.server_close()
+    with svc.http_server(("127.0.0.1", 0)) as server:
+        yield b, svc, server.url, slack
     slack.close()
 
 
@@ -57,6 +57,7 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Builder, S
     status, body = _get(f"{base}/healthz")
     health = json.loads(body)
     assert status == 200 and health["ok"] and health["indexed"] == 3 and health["model_reachable"]
+    assert health["failed"] == 1 and "layoffs" not in body and "empty" not in body  # counts only
 
     event = {
         "type": "event_callback", "event_id": "Ev1", "team_id": "T1", "api_app_id": "A1",
@@ -73,6 +74,9 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Builder, S
     assert 'footnote_questions_total{surface="slack"} 1.0' in metrics
     assert "footnote_refusals_total 1.0" in metrics and "footnote_sync_seconds_count 1.0" in metrics
     assert "footnote_answer_seconds_bucket" in metrics
+    assert not any(
+        name in metrics for name in ("layoffs", "on-call", ".md", ".txt", str(b.settings.docs_dir.resolve()))
+    )  # no paths
 
     status, page = _get(f"{base}/view/on-call.md?{b.links.sign('on-call.md', 0, 20)}")
     assert status == 200 and '<mark id="hit">' in page
@@ -80,14 +84,14 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Builder, S
     assert _get(f"{base}/view/..%2F..%2Fetc%2Fpasswd")[0] == 403
 
 
-def test_health_is_not_ok_when_the_model_server_is_down(tmp_path: Path) -> None:
+def test_health_is_not_ok_when_the_model_server_is_down(tmp_path: Path, embedder: Embedder) -> None:
     slack = FakeSlack()
     settings = load_settings(
         data_dir=tmp_path / "d", docs_dir=EXAMPLES, slack_bot_token="x", slack_signing_secret=SECRET,
         llm_url="http://127.0.0.1:9", sync_minutes=0, slack_api_url=slack.url,
     )  # fmt: skip
     try:
-        svc = Builder(settings).service()
+        svc = Builder(settings, embedder).service()
         svc.sync()
         health = svc.health_json()
     finally:
@@ -113,35 +117,36 @@ class FakeSocketMode:
 made: list[FakeSocketMode] = []
 
 
-def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path) -> None:
+def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path, embedder: Embedder) -> None:
     slack = FakeSlack()
     settings = load_settings(
         data_dir=tmp_path / "data", docs_dir=EXAMPLES, slack_bot_token="xoxb-x", slack_app_token="xapp-x",
         slack_api_url=slack.url, sync_minutes=0,
     )  # fmt: skip
-    b = Builder(settings)
+    b = Builder(settings, embedder)
     svc = b.service()
     svc.sync()
     stop, ready = threading.Event(), threading.Event()
-    servers: list[ThreadingHTTPServer] = []
+    servers: list[HttpServer] = []
 
-    def started(server: ThreadingHTTPServer) -> None:
+    def started(server: HttpServer) -> None:
         servers.append(server)
         ready.set()
 
-    args = (svc, "xapp-x", "127.0.0.1", 0, stop)
+    args = (svc, svc.http_server(("127.0.0.1", 0), events=False), "xapp-x", stop)
     kw = {"connection": FakeSocketMode, "started": started}
     t = threading.Thread(target=run_socket, args=args, kwargs=kw, daemon=True)
     t.start()
     try:
         assert ready.wait(30)
-        base = f"http://127.0.0.1:{servers[0].server_address[1]}"
+        base = servers[0].url
         status, body = _get(f"{base}/healthz")
         assert status == 200 and json.loads(body)["indexed"] == 3
         assert _get(f"{base}/metrics")[0] == 200
         status, page = _get(f"{base}/view/on-call.md?{b.links.sign('on-call.md', 0, 20)}")
         assert status == 200 and '<mark id="hit">' in page
         assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
+        assert signed_post(f"{base}/slack/events", "{}", "application/json", "")[0] == 404  # events come by socket
         assert made[-1].connected and made[-1].token == "xapp-x"
     finally:
         stop.set()
@@ -198,3 +203,41 @@ def test_serve_loads_a_rewrite_model_beside_the_answer_model_and_logs_one_that_c
         load_models(missing.models_to_load())
     assert "query-rewrite model could not be loaded" in caplog.text and "large-model" in caplog.text
     assert missing.rewriter() is not None and missing.rewriter()("What is a SEV1?") is None  # searched as asked
+
+
+def test_serve_without_a_public_url_warns_at_start_in_one_line(
+    tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    slack = FakeSlack()
+    base = {"data_dir": tmp_path / "data", "docs_dir": EXAMPLES, "slack_bot_token": "xoxb-x",
+            "slack_signing_secret": SECRET, "slack_api_url": slack.url, "sync_minutes": 0}  # fmt: skip
+    try:
+        with caplog.at_level("WARNING", logger="footnote"):
+            Builder(load_settings(**base), embedder).service()
+        (warning,) = [r.getMessage() for r in caplog.records if "FOOTNOTE_PUBLIC_URL" in r.getMessage()]
+        assert "without a link" in warning and "\n" not in warning
+        for url in ({"public_url": "https://footnote.example"}, {"docs_url": "https://drive.example/docs"}):
+            caplog.clear()
+            with caplog.at_level("WARNING", logger="footnote"):
+                Builder(load_settings(**base, **url), embedder).service()
+            assert "FOOTNOTE_PUBLIC_URL" not in caplog.text
+    finally:
+        slack.close()
+
+
+def test_links_point_into_the_folder_the_index_was_built_from(tmp_path: Path, embedder: Embedder) -> None:
+    """`footnote index DIR` with FOOTNOTE_DOCS_DIR unset, then `footnote ask`: links lead into DIR."""
+    from testkit.fakes import ScriptedModel
+
+    docs = tmp_path / "drive"
+    shutil.copytree(EXAMPLES, docs)
+    Builder(load_settings(data_dir=tmp_path / "data", docs_dir=docs), embedder).engine.sync()  # `index DIR`
+    b = Builder(load_settings(data_dir=tmp_path / "data", gate_threshold=5.0), embedder)  # the default folder
+    assert b.settings.docs_dir.resolve() != docs.resolve()
+    b.__dict__["model"] = ScriptedModel("[1] Within 5 minutes.")
+    a = b.answers.answer("How fast must a SEV1 page be acknowledged?")
+    assert a.citations and all(c.url.startswith(docs.resolve().as_uri() + "/") for c in a.citations)
+    viewer = Builder(load_settings(data_dir=tmp_path / "data", public_url="https://f.example"), embedder)
+    path = a.citations[0].path
+    status, page = viewer.view(path, dict(parse_qsl(viewer.links.sign(path, 0, 20))))
+    assert status == 200 and '<mark id="hit">' in page  # the viewer reads DIR too

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import threading
 import time
 import urllib.error
@@ -18,15 +19,17 @@ import pytest
 from bot.builder import SlackOptions, build_slack_bot
 from bot.gaps import GapRecord
 from bot.health import index_health
-from bot.http_server import make_server, serve_in_thread
+from bot.http_server import SlackEvents, make_server
+from bot.intake import NOT_HERE
 from bot.metrics import Metrics
 from bot.scoping import ChannelScopes
-from retrieval.answer import Linker, Outcome
+from retrieval.answer import Linker, LinkSigner, Outcome
 from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError
 from retrieval.models.llm import LanguageModel, Message, OnToken
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
+from testkit.fakes import memory_engine
 from testkit.slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES
 
@@ -56,19 +59,35 @@ class Scripted:
         return outcome
 
 
+# As `serve` builds them with FOOTNOTE_PUBLIC_URL set: signed links to the viewer.
+VIEWER = Linker(docs_dir=EXAMPLES, viewer_url="https://footnote.example", sign=LinkSigner(b"k" * 32, 3600).sign)
+
+
 class Harness:
     def __init__(
-        self, engine: Engine, model: LanguageModel, data: Path, slack: FakeSlack | None = None, **bot_kw: Any
+        self,
+        engine: Engine,
+        model: LanguageModel,
+        data: Path,
+        slack: FakeSlack | None = None,
+        links: Linker = VIEWER,
+        **bot_kw: Any,
     ) -> None:
         self.slack = slack or FakeSlack()
         self.owns_slack = slack is None
-        svc = AnswerService(engine.searcher, lambda: model, GateConfig(), links=Linker(docs_dir=EXAMPLES))
+        svc = AnswerService(engine.searcher, lambda: model, GateConfig(), links=links)
         self.bot = build_slack_bot(
-            svc, "xoxb-test", SECRET, data, api_url=self.slack.url, status=lambda: index_health(engine), **bot_kw
+            svc,
+            "xoxb-test",
+            SECRET,
+            data,
+            api_url=self.slack.url,
+            status=lambda folders: index_health(engine, folders=folders),
+            **bot_kw,
         )
-        self.server = make_server(self.bot.app, "127.0.0.1", 0, lambda: {"ok": True})
-        serve_in_thread(self.server)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/slack/events"
+        self.server = make_server(("127.0.0.1", 0), lambda: {"ok": True}, slack=SlackEvents(self.bot.app, SECRET))
+        self.server.start()
+        self.url = f"{self.server.url}/slack/events"
         self._n = 0
 
     def post(
@@ -130,12 +149,12 @@ class Harness:
     def command(self, text: str) -> int:
         return self.command_exchange(text)[0]
 
-    def command_exchange(self, text: str) -> tuple[int, str]:
+    def command_exchange(self, text: str, channel: str = "C1") -> tuple[int, str]:
         form = {
             "command": "/ask",
             "text": text,
             "user_id": "U1",
-            "channel_id": "C1",
+            "channel_id": channel,
             "team_id": "T1",
             "trigger_id": "tr1",
             "response_url": "http://127.0.0.1:9/r",
@@ -160,8 +179,7 @@ class Harness:
         self.finals(expect=before + 1)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
         self.bot.intake.close(5)
         if self.owns_slack:
             self.slack.close()
@@ -198,6 +216,16 @@ def test_mention_is_answered_in_its_thread_with_char_links(harness_factory: Any)
     assert final["ts"] == first["_ts"]  # the placeholder is updated in place
     body = _text_of(final)
     assert "#char=" in body and "[1]" in body and "Sources" in body
+    assert "<https://footnote.example/view/on-call.md?from=" in body  # the signed viewer link
+
+
+def test_without_a_public_url_citations_carry_no_link_and_never_a_file_path(harness_factory: Any) -> None:
+    h = harness_factory(Scripted(), links=Linker(docs_dir=EXAMPLES))  # no FOOTNOTE_PUBLIC_URL, no drive URL
+    assert h.mention(ANSWERABLE, ts="150.1") == 200
+    (final,) = h.finals(expect=1)
+    body = json.dumps(h.slack.calls)  # everything sent to Slack
+    assert "file:" not in body and str(EXAMPLES) not in body and "<http" not in _text_of(final)
+    assert "[1] *On-call Handbook" in _text_of(final) and "Sources" in _text_of(final)  # named, and quoted
 
 
 def test_out_of_domain_question_gets_a_visible_refusal(harness_factory: Any) -> None:
@@ -465,6 +493,34 @@ def test_app_home_shows_index_health(harness_factory: Any, examples_engine: Engi
     view = published["view"] if isinstance(published["view"], dict) else json.loads(published["view"])
     assert published["user_id"] == "U7" and view["type"] == "home"
     assert f"{examples_engine.manifest.totals()['chunks']} chunks" in json.dumps(view["blocks"])
+
+
+def test_ask_status_and_the_home_tab_name_only_documents_in_the_channels_scope(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    for folder, name in (("engineering", "on-call.md"), ("hr", "time-off.txt")):
+        (docs / folder).mkdir(parents=True)
+        shutil.copy(EXAMPLES / name, docs / folder / name)
+    (docs / "engineering" / "runbook-draft.md").write_bytes(b"")  # both fail: empty files
+    (docs / "hr" / "layoffs-plan-2026.md").write_bytes(b"")
+    engine = memory_engine(docs)
+    engine.sync()
+    scopes = ChannelScopes({"C1": ("engineering",), "dm": ("engineering",)}, frozenset({"CQUIET"}))
+    h = Harness(engine, Scripted(), tmp_path / "data", scopes=scopes)
+    try:
+        everywhere = h.command_exchange("status", channel="CALL")[1]  # not mapped: the whole index
+        assert "layoffs-plan-2026.md" in everywhere and "runbook-draft.md" in everywhere
+        status, body = h.command_exchange("status")  # C1: engineering only
+        reply = json.loads(body)
+        assert status == 200 and "runbook-draft.md" in body and "layoffs" not in body and "hr/" not in body
+        assert "1 indexed · 1 failed · 0 stale" in reply["text"] and "Index health in engineering/" in reply["text"]
+        status, body = h.command_exchange("status", channel="CQUIET")  # excluded: nothing but the notice
+        assert status == 200 and body == NOT_HERE
+        h.event({"type": "app_home_opened", "user": "U7", "channel": "D7", "tab": "home", "event_ts": "1.2"})
+        assert h.slack.wait_for(lambda s: bool(s.of("views.publish")), 10)
+        home = json.dumps(h.slack.of("views.publish")[0]["view"])
+        assert "runbook-draft.md" in home and "layoffs" not in home
+    finally:
+        h.close()
 
 
 class Streaming(Scripted):

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from bot.http_server import make_server, serve_in_thread
+from bot.http_server import make_server
 from bot.viewer import render_view, safe_path
 from retrieval.answer.citations import Linker, make_citations
 from retrieval.answer.links import LinkSigner
@@ -134,13 +134,12 @@ def scoped_server(
     eng = make_engine(embedder, tmp_path / "scoped-data", docs)
     eng.sync()
     run = eng.indexer.runner.extract
-    server = make_server(
-        None, "127.0.0.1", 0, lambda: {"ok": True}, lambda p, q: render_view(docs, p, q, run, verify=signer.verify)
-    )  # type: ignore[arg-type]
-    serve_in_thread(server)
-    yield eng, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+
+    def view(path: str, query: dict[str, str]) -> tuple[int, str]:
+        return render_view(docs, path, query, run, verify=signer.verify)
+
+    with make_server(("127.0.0.1", 0), lambda: {"ok": True}, view) as server:
+        yield eng, server.url
 
 
 def test_a_link_cited_for_an_hr_channel_cannot_be_edited_into_engineering(
@@ -184,13 +183,12 @@ def long_engine(embedder, tmp_path: Path) -> Engine:  # type: ignore[no-untyped-
 @pytest.fixture
 def viewer_server(long_engine: Engine, signer: LinkSigner) -> Iterator[str]:
     docs, run = long_engine.cfg.docs_dir, long_engine.indexer.runner.extract
-    server = make_server(
-        None, "127.0.0.1", 0, lambda: {"ok": True}, lambda p, q: render_view(docs, p, q, run, verify=signer.verify)
-    )  # type: ignore[arg-type]
-    serve_in_thread(server)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+
+    def view(path: str, query: dict[str, str]) -> tuple[int, str]:
+        return render_view(docs, path, query, run, verify=signer.verify)
+
+    with make_server(("127.0.0.1", 0), lambda: {"ok": True}, view) as server:
+        yield server.url
 
 
 def test_a_citation_link_opens_the_viewer_with_the_quote_in_view(
