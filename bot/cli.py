@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from bot.builder import Builder
 from bot.gate_status import gate_json, gate_text
 from config.settings import Settings, load_settings
-from retrieval.errors import FootnoteError
+from retrieval.errors import ConfigError, FootnoteError
 from retrieval.index import DocRecord, totals
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -187,10 +187,15 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     from retrieval.models import measurements
 
     rt = Builder(settings)
-    engine = rt.engine
-    if not engine.manifest.all():
-        click.echo(f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first.")
+    if not rt.storage.manifest.all():  # read before any model loads: nothing is timed for an empty index
+        message = f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first."
+        if as_json:
+            out = {"documents": [], "totals": totals([]), "skipped": {}, "message": message}
+            click.echo(json.dumps(out, indent=2))
+        else:
+            click.echo(message)
         return
+    engine = rt.engine
     recs = engine.records()
     docs = [r.as_json() for r in recs.values()]
     measured = measurements(settings.data_dir / "models")
@@ -260,6 +265,13 @@ def retry(settings: Settings, paths: tuple[str, ...], reindex_from: Path | None)
         reason = f": {rec.reason}" if rec and rec.reason else ""
         click.echo(f"{state:8} {p}{reason}")
     click.echo(f"Retried {len(wanted)} in {report.seconds:.1f}s.")
+
+
+def _require_an_index(rt: Builder) -> None:
+    """An empty index answers nothing: say what to run, before any model is loaded or timed."""
+    if not rt.storage.manifest.all():
+        where = rt.settings.chroma_url or rt.settings.data_dir
+        raise ConfigError(f"the index at {where} is empty: run `footnote index` first")
 
 
 def _questions(question: str | None, from_file: Path | None) -> Iterator[str]:
@@ -346,6 +358,7 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
     from retrieval.answer import Outcome
 
     rt = Builder(settings)
+    _require_an_index(rt)
     gaps = rt.gaps()
     for q in _questions(question, from_file):
         try:

@@ -8,8 +8,10 @@ Write order is what makes a crash recoverable: a document's manifest row is mark
 ``writing`` before its old chunks are touched and ``indexed`` only after its new ones
 are stored, and every sync first removes store entries the manifest does not own.
 
-Only files inside the docs folder are read: a symlink that resolves outside it is
-skipped with its reason, never indexed (its text could be quoted in Slack).
+Only regular files inside the docs folder are read: a symlink (to a file or a folder)
+that resolves outside it is skipped with its reason, never indexed (its text could be
+quoted in Slack); a named pipe, socket or device is skipped without being opened (a
+FIFO's reader waits for a writer forever).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -78,12 +81,22 @@ class SourceFile:
 def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
     """Every candidate file under ``docs_dir``, skipping hidden, temporary and ignored ones.
 
-    A symlink whose target lies outside the folder comes with a ``skip`` reason:
-    the folder is the boundary of what may be quoted. Linked folders are not entered.
+    A symlink whose target lies outside the folder comes with a ``skip`` reason, a linked
+    folder too (it is not entered): the folder is the boundary of what may be quoted. So
+    does anything that is not a regular file (a FIFO, a socket, a device), found by
+    ``stat``, never by opening it. A linked folder that stays inside is not entered either
+    (its files are found at their own path) and is not listed.
     """
     root_dir = docs_dir.resolve()
     for root, dirs, files in os.walk(docs_dir, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in dirs:
+            full = Path(root) / name
+            rel = full.relative_to(docs_dir).as_posix()
+            if full.is_symlink() and not any(fnmatch.fnmatch(rel, p) for p in ignore):
+                reason = _outside(full, root_dir)
+                if reason is not None:
+                    yield SourceFile(rel, full, reason)
         for name in sorted(files):
             if name.startswith(".") or any(fnmatch.fnmatch(name, p) for p in TEMP_PATTERNS):
                 continue
@@ -91,7 +104,7 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
             rel = full.relative_to(docs_dir).as_posix()
             if any(fnmatch.fnmatch(rel, p) for p in ignore):
                 continue
-            yield SourceFile(rel, full, _outside(full, root_dir))
+            yield SourceFile(rel, full, _outside(full, root_dir) or _not_regular(full))
 
 
 def _outside(path: Path, root_dir: Path) -> str | None:
@@ -101,7 +114,28 @@ def _outside(path: Path, root_dir: Path) -> str | None:
     target = path.resolve()
     if target.is_relative_to(root_dir):
         return None
-    return f"symlink to {target}, outside the docs folder: not indexed"
+    kind = "a folder" if target.is_dir() else "a file"
+    return f"symlink to {kind} outside the docs folder ({target}): not indexed"
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(path: Path) -> str | None:
+    """The skip reason for what is not a regular file (its ``stat``: the file is not opened)."""
+    try:
+        mode = path.stat().st_mode  # through a symlink that stays inside: what it leads to
+    except OSError:
+        return None  # a dangling link, a file gone meanwhile: reading it says why (a failure)
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+    return f"{kind}, not a regular file: not read"
 
 
 class Indexer:
@@ -239,13 +273,23 @@ class Indexer:
         return report
 
     def _read(self, src: SourceFile) -> tuple[bytes | None, str | None]:
+        """The file's bytes, or why not. Opened without blocking and checked again once open:
+        a file swapped for a FIFO after :func:`walk` looked at it cannot hang the sync."""
         try:
-            size = src.path.stat().st_size
-            if size > self.max_file_bytes:
-                return None, f"too large: {size / 1e6:.1f} MB is over the {self.max_file_bytes / 1e6:.1f} MB limit"
-            return src.path.read_bytes(), None
+            fd = os.open(src.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
             return None, f"cannot read the file: {exc.strerror or exc}"
+        with os.fdopen(fd, "rb") as f:
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    return None, "not a regular file: not read"
+                if info.st_size > self.max_file_bytes:
+                    size, limit = info.st_size / 1e6, self.max_file_bytes / 1e6
+                    return None, f"too large: {size:.1f} MB is over the {limit:.1f} MB limit"
+                return f.read(), None
+            except OSError as exc:
+                return None, f"cannot read the file: {exc.strerror or exc}"
 
     def _prepare(
         self,

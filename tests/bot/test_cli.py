@@ -320,3 +320,22 @@ def test_a_refused_bot_token_is_one_line_on_stderr_from_a_real_serve_process(sla
     assert proc.stderr.decode().strip().splitlines() == [
         "footnote: Slack refused SLACK_BOT_TOKEN (invalid_auth): copy it again from the app's settings page"
     ]
+
+
+def test_on_an_empty_data_dir_status_and_ask_answer_at_once_without_loading_a_model(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing indexed yet: no embedding runtime is timed (that took 64 s), `status --json` is
+    JSON, and `ask` exits non-zero saying what to run."""
+    monkeypatch.setattr("bot.builder.Builder.embedder", property(lambda self: pytest.fail("loaded the embedder")))
+    runner = CliRunner()
+    res = runner.invoke(main, ["status"])
+    assert res.exit_code == 0 and "is empty" in res.output and "footnote index" in res.output, res.output
+    res = runner.invoke(main, ["status", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["documents"] == [] and data["totals"]["documents"] == 0 and "footnote index" in data["message"]
+    res = runner.invoke(main, ["ask", "How fast must a SEV1 page be acknowledged?"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    (line,) = res.output.strip().splitlines()
+    assert "is empty" in line and "run `footnote index`" in line

@@ -7,7 +7,9 @@ are the fakes of ``tests/fakes.py``; nothing touches Chroma or a model.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
+import socket
 import threading
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 
 from retrieval.errors import StoreError, SyncBusy
 from retrieval.index.manifest import INDEXED, STALE, WRITING, DocRecord
+from retrieval.ingest.sync import SyncReport
 from retrieval.search.engine import FolderMismatch
 from testkit.fakes import FakeClock, MemoryLease, MemoryManifest, MemoryStore, memory_engine
 from tests.conftest import EXAMPLES
@@ -130,6 +133,58 @@ def test_a_symlink_out_of_the_folder_is_skipped_with_its_reason(docs: Path, tmp_
     assert "leak.md" not in eng.manifest.all() and "inside.md" in report.indexed
     assert all("forty million" not in c.content for c in eng.searcher().snapshot.chunks)
     assert eng.indexer.skipped() == report.skipped
+
+
+def test_fifos_sockets_and_a_folder_linked_from_outside_are_skipped_never_opened(
+    docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "payroll"
+    outside.mkdir()
+    (outside / "salaries.md").write_text("# Salaries\n\nThe CEO earns forty million.\n")
+    (docs / "payroll").symlink_to(outside, target_is_directory=True)
+    (docs / "team").mkdir()
+    (docs / "team" / "handbook").symlink_to(docs, target_is_directory=True)  # stays inside: not listed
+    fifo = docs / "minutes.md"
+    os.mkfifo(fifo)  # reading it would wait for a writer forever
+    monkeypatch.chdir(docs)  # a socket's path is limited to ~100 bytes: bind it by a short relative one
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind("notes.txt")
+    eng = memory_engine(docs)
+    reports: list[object] = []
+    t = threading.Thread(target=lambda: reports.append(eng.sync()), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():  # the sync is stuck opening the FIFO: give it a writer, so it ends, and fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(30)
+        pytest.fail("the sync blocked on a named pipe")
+    sock.close()
+    (report,) = reports
+    assert isinstance(report, SyncReport)
+    assert set(report.skipped) == {"payroll", "minutes.md", "notes.txt"}, report.skipped
+    assert "outside the docs folder" in report.skipped["payroll"] and "folder" in report.skipped["payroll"]
+    assert report.skipped["minutes.md"].startswith("a named pipe (FIFO), not a regular file")
+    assert report.skipped["notes.txt"].startswith("a socket, not a regular file")
+    assert report.failed == {} and sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
+    assert all("forty million" not in c.content for c in eng.searcher().snapshot.chunks)
+    assert eng.indexer.skipped() == report.skipped  # `footnote status` lists them too
+
+
+def test_a_file_swapped_for_a_fifo_after_the_walk_is_not_waited_on(docs: Path) -> None:
+    from retrieval.ingest.sync import SourceFile
+
+    fifo = docs / "late.md"
+    os.mkfifo(fifo)
+    eng = memory_engine(docs)
+    got: list[tuple[bytes | None, str | None]] = []
+    t = threading.Thread(target=lambda: got.append(eng.indexer._read(SourceFile("late.md", fifo))), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(30)
+        pytest.fail("reading a FIFO blocked")
+    assert got == [(None, "not a regular file: not read")]
 
 
 def test_a_crash_while_writing_is_rebuilt_by_the_next_sync(docs: Path) -> None:
