@@ -23,7 +23,8 @@ from pydantic import ValidationError
 
 from bot.builder import Builder
 from bot.gate_status import gate_json, gate_text
-from config.settings import Settings, load_settings
+from bot.scheduler import make_trigger
+from config.settings import Settings, load_settings, unknown_variables
 from retrieval.errors import ConfigError, FootnoteError
 from retrieval.index import DocRecord, totals
 
@@ -78,12 +79,26 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     Settings come from FOOTNOTE_* environment variables or a .env file.
     """
     _say_one_time_work()
+    for warning in unknown_variables(os.environ, _dotenv_names()):
+        click.secho(f"footnote: {warning}", fg="yellow", err=True)
     try:
         ctx.obj = load_settings(data_dir=data_dir)
     except ValidationError as exc:
         for line in settings_errors(exc):
             click.secho(line, fg="red", err=True)
         sys.exit(2)
+    try:
+        make_trigger(ctx.obj.sync_minutes, ctx.obj.sync_cron)  # APScheduler's own parser, before any command runs
+    except ConfigError as exc:
+        click.secho(f"footnote: FOOTNOTE_SYNC_CRON: {str(exc).removeprefix('FOOTNOTE_SYNC_CRON ')}", fg="red", err=True)
+        sys.exit(2)
+
+
+def _dotenv_names() -> list[str]:
+    """The names a ``.env`` file in the working directory sets (read, never applied)."""
+    from dotenv import dotenv_values
+
+    return list(dotenv_values(".env")) if Path(".env").is_file() else []
 
 
 class _StderrUnlessConfigured(logging.StreamHandler):
@@ -190,8 +205,8 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     if not rt.storage.manifest.all():  # read before any model loads: nothing is timed for an empty index
         message = f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first."
         if as_json:
-            out = {"documents": [], "totals": totals([]), "skipped": {}, "message": message}
-            click.echo(json.dumps(out, indent=2))
+            empty: dict[str, object] = {"documents": [], "totals": totals([]), "skipped": {}, "message": message}
+            click.echo(json.dumps(empty, indent=2))
         else:
             click.echo(message)
         return

@@ -2,14 +2,19 @@
 
 Only the edges (CLI, Slack app, benchmarks) call :func:`load_settings`; everything
 below them receives plain arguments. Every value is checked when the settings are
-read (choices, bounds, the channel map's syntax), so a typo stops the program at
-start with the variable's name, not at the first question.
+read (choices, bounds, finite numbers, URLs, the channel map's syntax), so a typo
+stops the program at start with the variable's name, not at the first question. A
+``FOOTNOTE_*`` variable that is no setting is reported by :func:`unknown_variables`,
+with the nearest real name. Reading the settings never writes the environment.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -36,7 +41,11 @@ class Settings(BaseSettings):
     """Everything an operator can set, with defaults that work offline on one CPU box."""
 
     model_config = SettingsConfigDict(
-        env_prefix="FOOTNOTE_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+        env_prefix="FOOTNOTE_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        allow_inf_nan=False,  # `inf` and `nan` are no setting's value: each number must be finite
     )
 
     # Where things live.
@@ -48,7 +57,9 @@ class Settings(BaseSettings):
         description="Where `footnote serve` is reachable (e.g. https://footnote.example.com); links open its /view/ page.",
     )
     ocr: bool = Field(False, description="Read image-only PDF pages with tesseract (apt install tesseract-ocr).")
-    extract_timeout_s: float = Field(60.0, gt=0, description="Time limit for extracting one file (PDF, office).")
+    extract_timeout_s: float = Field(
+        60.0, gt=0, le=3600, description="Time limit for extracting one file (PDF, office)."
+    )
     ignore: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="Comma-separated globs (relative paths) the sync skips, e.g. 'archive/*,*.bak'."
     )
@@ -60,10 +71,12 @@ class Settings(BaseSettings):
         min_length=16,
         description="Key that signs /view links; unset = a random key in the data dir (replicas must share one).",
     )
-    link_ttl_days: float = Field(30.0, gt=0, description="How long a posted /view link keeps working.")
+    link_ttl_days: float = Field(30.0, gt=0, le=3650, description="How long a posted /view link keeps working.")
 
     # Keeping the index true to the folder.
-    sync_minutes: float = Field(15.0, ge=0, description="Re-sync interval in `footnote serve`; 0 = only at start.")
+    sync_minutes: float = Field(
+        15.0, ge=0, le=525_600, description="Re-sync interval in `footnote serve`; 0 = only at start."
+    )
     sync_cron: str | None = Field(
         None, description="Crontab expression (e.g. '*/10 7-19 * * 1-5'); wins over the interval."
     )
@@ -71,7 +84,7 @@ class Settings(BaseSettings):
     # Chunking (the seed's strategy E).
     chunk_size: int = Field(512, ge=64, le=8192, description="Chunk target size in characters.")
     chunk_overlap: int = Field(0, ge=0, le=1024, description="Characters copied from the previous chunk.")
-    max_file_mb: float = Field(50.0, gt=0, description="Files larger than this are recorded as failed.")
+    max_file_mb: float = Field(50.0, gt=0, le=100_000, description="Files larger than this are recorded as failed.")
 
     # The embedding runtime: "auto" times every runtime this CPU can run and takes the
     # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).
@@ -122,7 +135,9 @@ class Settings(BaseSettings):
     gate_max_refusal: float = Field(
         0.15, gt=0, le=1, description="Never stricter than refusing this share of in-domain probes (1 = no cap)."
     )
-    gate_probes: int = Field(1200, ge=20, description="In-domain probes sampled from the corpus for calibration.")
+    gate_probes: int = Field(
+        1200, ge=20, le=100_000, description="In-domain probes sampled from the corpus for calibration."
+    )
 
     # The model.
     llm: Literal["qwen-0.5b", "qwen-1.5b"] = Field(
@@ -133,9 +148,9 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(
         160, ge=16, le=4096, description="Longest answer, in tokens (three short sentences fit)."
     )
-    llm_context: int = Field(4096, ge=512)
-    llm_threads: int | None = Field(None, ge=1, description="Threads for llama.cpp; unset = all cores.")
-    llm_timeout_s: float = Field(30.0, gt=0, description="Per-request timeout for a model server.")
+    llm_context: int = Field(4096, ge=512, le=131_072)
+    llm_threads: int | None = Field(None, ge=1, le=1024, description="Threads for llama.cpp; unset = all cores.")
+    llm_timeout_s: float = Field(30.0, gt=0, le=3600, description="Per-request timeout for a model server.")
     llm_batch: int = Field(512, ge=32, le=4096, description="llama.cpp prompt batch (n_batch = n_ubatch).")
     llm_flash_attn: bool = Field(True, description="llama.cpp flash attention (measured ~8 % faster prompts).")
     llm_weights: Literal["auto", "as-shipped", "q8_0", "f16", "bf16"] = Field(
@@ -210,6 +225,21 @@ class Settings(BaseSettings):
     )
     gaps_days: float = Field(90.0, gt=0, le=3650, description="Days a recorded question is kept, then deleted.")
 
+    @field_validator("docs_url", "public_url", "chroma_url", "llm_url", "slack_api_url")
+    @classmethod
+    def _web_address(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        v = v.strip()
+        parts = urlsplit(v)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// address with a host, e.g. https://example.com")
+        try:
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number in 0-65535
+        except ValueError:
+            raise ValueError("has a port that is not a number from 0 to 65535") from None
+        return v
+
     @field_validator("reranker")
     @classmethod
     def _reranker(cls, v: str | None) -> str | None:
@@ -246,3 +276,36 @@ def load_settings(**overrides: object) -> Settings:
     """Read the environment and ``.env``; keyword overrides win (used by the CLI's flags)."""
     clean = {k: v for k, v in overrides.items() if v is not None}
     return Settings(**clean)  # type: ignore[arg-type]  # pydantic-settings' __init__ types no field keywords
+
+
+# Variables with the prefix that are no setting: the test suite's own.
+NOT_SETTINGS = frozenset({"FOOTNOTE_DEV_SET"})
+
+
+def setting_names() -> list[str]:
+    """Every environment variable a setting is read from (``FOOTNOTE_FUSION``, ``SLACK_BOT_TOKEN``, …)."""
+    names = []
+    for field, info in Settings.model_fields.items():
+        choices = getattr(info.validation_alias, "choices", None)
+        names += [str(c) for c in choices] if choices else [f"FOOTNOTE_{field.upper()}"]
+    return names
+
+
+def unknown_variables(*sources: Mapping[str, object] | Iterable[str]) -> list[str]:
+    """One warning per ``FOOTNOTE_*`` name in ``sources`` (the environment, a ``.env`` file's
+    names) that no setting reads, with the nearest real name: a misspelled variable is
+    otherwise silently ignored."""
+    known = setting_names()
+    upper = {n.upper() for n in known} | NOT_SETTINGS
+    out = []
+    seen: set[str] = set()
+    for source in sources:
+        for name in sorted(source, key=str):
+            key = str(name).upper()
+            if not key.startswith("FOOTNOTE_") or key in upper or key in seen:
+                continue
+            seen.add(key)
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            out.append(f"{name} is not a Footnote setting and is ignored{hint}")
+    return out

@@ -339,3 +339,56 @@ def test_on_an_empty_data_dir_status_and_ask_answer_at_once_without_loading_a_mo
     assert res.exit_code == 1 and "Traceback" not in res.output
     (line,) = res.output.strip().splitlines()
     assert "is empty" in line and "run `footnote index`" in line
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("FOOTNOTE_MAX_FILE_MB", "inf", "must be a finite number"),
+        ("FOOTNOTE_LINK_TTL_DAYS", "inf", "must be a finite number"),
+        ("FOOTNOTE_LINK_TTL_DAYS", "nan", "must be a finite number"),
+        ("FOOTNOTE_MAX_FILE_MB", "1e308", "must be less than or equal to"),
+        ("FOOTNOTE_SYNC_MINUTES", "1e308", "must be less than or equal to"),
+        ("FOOTNOTE_LLM_URL", "notaurl", "must be an http:// or https:// address"),
+        ("FOOTNOTE_PUBLIC_URL", "footnote.example.com", "must be an http:// or https:// address"),
+        ("FOOTNOTE_CHROMA_URL", "http://chroma:port", "port that is not a number"),
+        ("FOOTNOTE_SYNC_CRON", "every tuesday", "is not a crontab expression"),
+        ("FOOTNOTE_SYNC_CRON", "61 * * * *", "is not a crontab expression"),
+    ],
+)
+def test_each_bad_setting_is_one_line_naming_its_variable_and_exit_2(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, variable: str, value: str, says: str
+) -> None:
+    monkeypatch.setattr("bot.builder.Builder.engine", property(lambda self: pytest.fail("started with a bad setting")))
+    monkeypatch.setenv(variable, value)
+    for command in (["status"], ["status", "--json"], ["index", "--quiet"]):
+        res = CliRunner().invoke(main, command)
+        assert res.exit_code == 2 and "Traceback" not in res.output, (command, res.output, res.exception)
+        (line,) = res.output.strip().splitlines()
+        assert line.startswith(f"footnote: {variable}: ") and says in line, line
+
+
+def test_a_misspelled_variable_warns_with_the_nearest_real_name(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOOTNOTE_GATE", "abc")
+    monkeypatch.setenv("FOOTNOTE_PUBLIC_ULR", "https://footnote.example")
+    monkeypatch.setenv("FOOTNOTE_DEV_SET", "/somewhere")  # the test suite's own: no warning
+    res = CliRunner().invoke(main, ["status"])
+    assert res.exit_code == 0, res.output
+    warnings = [line for line in res.output.splitlines() if "not a Footnote setting" in line]
+    assert warnings == [
+        "footnote: FOOTNOTE_GATE is not a Footnote setting and is ignored; did you mean FOOTNOTE_GAPS?",
+        "footnote: FOOTNOTE_PUBLIC_ULR is not a Footnote setting and is ignored; did you mean FOOTNOTE_PUBLIC_URL?",
+    ]
+
+
+def test_reading_the_settings_writes_no_environment_variable() -> None:
+    import os
+
+    before = dict(os.environ)
+    import config.settings as settings
+
+    settings.load_settings()
+    settings.unknown_variables(os.environ)
+    assert dict(os.environ) == before
