@@ -9,7 +9,6 @@ the chunker's sentence regex inside the chunk's content, never by adding up leng
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -17,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.index import tokenize
-from retrieval.ingest import chunk_sentence_spans, plain
+from retrieval.ingest import chunk_sentence_spans, is_heading, is_question, plain
 from retrieval.types import Hit
 
 
@@ -112,21 +111,6 @@ def most_relevant(
     pool = [s for s in sentences if not is_heading(s.text) and not is_question(s.text)] or list(sentences)
     ranked = sorted(pool, key=lambda s: -relevance(s, query, idf))
     return [replace(s, n=i) for i, s in enumerate(ranked[:keep], start=1)]
-
-
-_HEADING = re.compile(r"#{1,6}\s+\S")
-_QUESTION_END = re.compile(r"\?[\"')\]*_`]*\s*\Z")
-
-
-def is_question(text: str) -> bool:
-    """A sentence that asks (ends in a question mark, quotes and markup aside)."""
-    return bool(_QUESTION_END.search(text))
-
-
-def is_heading(text: str) -> bool:
-    """A Markdown heading line on its own (``## Setup``), the only thing in the sentence."""
-    stripped = text.strip()
-    return bool(_HEADING.match(stripped)) and "\n" not in stripped
 
 
 def source_heading(hit: Hit) -> str:

@@ -14,12 +14,14 @@ from pathlib import Path
 from retrieval.models.cpu import CpuInfo, cpu_info, installed_version
 from retrieval.models.embed import (
     Embedder,
+    OnnxCrossEncoder,
     RuntimeChoice,
     RuntimeChoiceReport,
     SentenceTransformerEmbedder,
     describe_cached_choice,
     load_cross_encoder,
     load_embedder,
+    load_onnx_cross_encoder,
 )
 from retrieval.models.files import MODELS, PackagedModel, default_gguf, packaged_gguf, seed_models
 from retrieval.models.llm import (
@@ -78,6 +80,7 @@ __all__ = [
     "LookupReport",
     "Message",
     "OnToken",
+    "OnnxCrossEncoder",
     "OpenAICompatibleModel",
     "PackagedModel",
     "ProbeCheck",
@@ -93,6 +96,7 @@ __all__ = [
     "load_cross_encoder",
     "load_embedder",
     "load_model",
+    "load_onnx_cross_encoder",
     "measurements",
     "packaged_gguf",
     "seed_models",

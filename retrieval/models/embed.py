@@ -603,3 +603,111 @@ def load_cross_encoder(model: str) -> Any:
         raise ConfigError(
             f"cannot load the reranker {model!r} offline: {exc}. Set FOOTNOTE_RERANKER to a local model directory."
         ) from exc
+
+
+SHIPPED_RERANKER = Path(__file__).resolve().parent / "reranker"  # Footnote's own cross-encoder (training/)
+RERANKER_META = "footnote-reranker.json"
+
+
+class OnnxCrossEncoder:
+    """A cross-encoder exported to ONNX (``model.onnx`` beside its ``tokenizer.json``), run by
+    ONNX Runtime alone: loading it never imports PyTorch. ``score`` gives one relevance logit
+    per (question, text) pair; :meth:`probability` maps it to [0, 1].
+
+    Footnote's own model (``retrieval/models/reranker``, made by ``training/train_reranker.py``)
+    stores its weights as float16 behind Casts, which ONNX Runtime folds at load.
+    """
+
+    def __init__(self, folder: Path, threads: int | None = None, batch: int = 32) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model, tok = folder / "model.onnx", folder / "tokenizer.json"
+        if not model.is_file() or not tok.is_file():
+            raise ConfigError(f"no cross-encoder in {folder} (model.onnx and tokenizer.json are needed)")
+        meta = _read_json(folder / RERANKER_META)
+        self.name = str(meta.get("name", folder.name))
+        self.max_length = int(meta.get("max_length", 256))
+        self.batch = batch
+        self._tok = Tokenizer.from_file(str(tok))
+        self._tok.enable_truncation(self.max_length, strategy="only_second")
+        self._tok.no_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or os.cpu_count() or 1
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3  # its notes on folded Casts are not ours to act on
+        try:
+            self._session = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own unexported classes
+            raise ConfigError(f"cannot load the cross-encoder {model}: {exc}") from None
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()  # one run at a time: the session's threads are the cores
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """One logit per pair (higher: the text answers the question), batched by length."""
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
+        encodings = self._tok.encode_batch([(q, t) for q, t in pairs])
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros(len(pairs), dtype=np.float32)
+        for lo in range(0, len(order), self.batch):
+            rows = order[lo : lo + self.batch]
+            feeds = _pad_pairs([encodings[i] for i in rows])
+            with self._lock:
+                (logits,) = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})
+            out[rows] = logits[:, 0]
+        return out
+
+    @staticmethod
+    def probability(logits: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-np.asarray(logits, dtype=np.float64)))
+
+
+def _pad_pairs(encodings: Sequence[Any]) -> dict[str, np.ndarray]:
+    width = max(len(e.ids) for e in encodings)
+    out = {
+        k: np.zeros((len(encodings), width), dtype=np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")
+    }
+    for row, e in enumerate(encodings):
+        n = len(e.ids)
+        out["input_ids"][row, :n] = e.ids
+        out["attention_mask"][row, :n] = e.attention_mask
+        out["token_type_ids"][row, :n] = e.type_ids
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    with contextlib.suppress(OSError, ValueError):
+        value = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+def load_onnx_cross_encoder(folder: Path | None = None, threads: int | None = None) -> OnnxCrossEncoder:
+    """Footnote's shipped cross-encoder (or another in the same layout), checked against its SHA256SUMS."""
+    folder = folder or SHIPPED_RERANKER
+    verify_checksums(folder)
+    return OnnxCrossEncoder(folder, threads)
+
+
+def verify_checksums(folder: Path) -> None:
+    """Every file ``SHA256SUMS`` lists has that checksum (a folder without the file is not checked)."""
+    sums = folder / "SHA256SUMS"
+    if not sums.is_file():
+        return
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        digest, name = line.split(maxsplit=1)
+        path = folder / name.strip()
+        h = hashlib.sha256()
+        try:
+            with path.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as exc:
+            raise ConfigError(f"the cross-encoder in {folder} is incomplete: {name.strip()} ({exc.strerror})") from None
+        if h.hexdigest() != digest:
+            raise ConfigError(f"the cross-encoder in {folder} is damaged: {name.strip()} fails its SHA256SUMS line")

@@ -22,11 +22,13 @@ from retrieval.search.calibration import (
 )
 from retrieval.search.engine import Engine, EngineConfig, FolderMismatch, LastSync
 from retrieval.search.gate import DEFAULT_THRESHOLD, GateConfig, GateDecision, decide, gate_signal
-from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker, load_reranker
+from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
+from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker
 from retrieval.search.searcher import FUSIONS, SearchConfig, Searcher, SearchResult, reciprocal_rank
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "FOOTNOTE",
     "FUSIONS",
     "Calibration",
     "CalibrationCache",
@@ -40,7 +42,11 @@ __all__ = [
     "FolderMismatch",
     "GateConfig",
     "GateDecision",
+    "Judge",
+    "JudgeConfig",
+    "JudgedReranker",
     "LastSync",
+    "PairScorer",
     "Reranker",
     "SearchConfig",
     "SearchResult",

@@ -76,12 +76,3 @@ class CrossEncoderReranker:
             for c, s in zip(cands, scores, strict=True)
         ]
         return sorted(out, key=lambda c: -c.score)
-
-
-def load_reranker(name: str | None, sentence_weight: float, section_weight: float = 1.5) -> Reranker | None:
-    """``None``/``"sentence"`` = the built-in default, ``"none"`` = off, else a CrossEncoder."""
-    if name in (None, "", "sentence"):
-        return SentenceReranker(sentence_weight, section_weight)
-    if name == "none":
-        return None
-    return CrossEncoderReranker(name)
