@@ -29,7 +29,7 @@ from config.settings import load_settings
 from retrieval.answer.evidence import most_relevant, number_sentences, question_weights
 from retrieval.evaluation import halves_by_document, normalise
 from retrieval.evaluation.cross_validation import auc
-from retrieval.evaluation.metrics import needle_rank, sign_test
+from retrieval.evaluation.metrics import mrr, needle_rank, paired, recall_at, sign_test
 from retrieval.ingest import plain
 from retrieval.models import cpu_info, seed_models
 from retrieval.models.embed import SHIPPED_RERANKER, load_onnx_cross_encoder
@@ -85,18 +85,9 @@ def _first_evidence(result: Any, b: Builder, needle: str, judge: Judge | None) -
     return bool(top) and normalise(needle) in normalise(top[0].text)
 
 
-def _recall(ranks: Sequence[int | None], k: int) -> float:
-    return sum(r is not None and r <= k for r in ranks) / max(1, len(ranks))
-
-
 def _paired(a: Sequence[int | None], b: Sequence[int | None], k: int) -> str:
-    wins = sum((x is not None and x <= k) and not (y is not None and y <= k) for x, y in zip(a, b, strict=True))
-    losses = sum((y is not None and y <= k) and not (x is not None and x <= k) for x, y in zip(a, b, strict=True))
+    wins, losses = paired(a, b, k)
     return f"+{wins}/-{losses} (p={sign_test(wins, losses):.3f})"
-
-
-def _mrr(ranks: Sequence[int | None]) -> float:
-    return float(np.mean([1.0 / r if r is not None and r <= 20 else 0.0 for r in ranks])) if ranks else 0.0
 
 
 def summary(records: Sequence[dict[str, Any]], thresholds: Sequence[float]) -> list[str]:
@@ -106,8 +97,8 @@ def summary(records: Sequence[dict[str, Any]], thresholds: Sequence[float]) -> l
     for label, rs in (("all", ins), ("ticket", [r for r in ins if r["style"] == "ticket"])):
         d, j = [r["rank_default"] for r in rs], [r["rank_judged"] for r in rs]
         lines.append(
-            f"  {label:<6} n={len(rs):<3} R@1 {_recall(d, 1):.3f} -> {_recall(j, 1):.3f} {_paired(j, d, 1)}   "
-            f"R@4 {_recall(d, 4):.3f} -> {_recall(j, 4):.3f} {_paired(j, d, 4)}   MRR {_mrr(d):.3f} -> {_mrr(j):.3f}"
+            f"  {label:<6} n={len(rs):<3} R@1 {recall_at(d, 1):.3f} -> {recall_at(j, 1):.3f} {_paired(j, d, 1)}   "
+            f"R@4 {recall_at(d, 4):.3f} -> {recall_at(j, 4):.3f} {_paired(j, d, 4)}   MRR {mrr(d):.3f} -> {mrr(j):.3f}"
         )
     ev0 = sum(r["evidence_default"] for r in ins)
     ev1 = sum(r["evidence_judged"] for r in ins)
