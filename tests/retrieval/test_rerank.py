@@ -10,7 +10,8 @@ import pytest
 from retrieval.errors import ConfigError
 from retrieval.models.embed import default_model_path
 from retrieval.search.engine import Engine
-from retrieval.search.rerank import CrossEncoderReranker, load_reranker
+from retrieval.search.judge import load_reranker
+from retrieval.search.rerank import CrossEncoderReranker
 from retrieval.search.searcher import Searcher
 
 
