@@ -6,7 +6,7 @@
 unit vector (bookkeeping, not relevance); ``CountingEmbedder`` wraps any embedder
 and counts the texts it was asked to embed. ``memory_engine`` wires them into a
 real :class:`~retrieval.search.engine.Engine`. ``ScriptedModel`` stands in for a language
-model; ``ToyVocabulary`` for a model's token table under constrained decoding. The
+model; ``CrashingLoad`` for a llama.cpp whose kernels fault on some forms; ``ToyVocabulary`` for a model's token table under constrained decoding. The
 Slack fakes live with the Slack tests.
 """
 
@@ -336,3 +336,28 @@ class ToyVocabulary:
 
     def __getitem__(self, token: int) -> tuple[bytes, bool]:
         return self.pieces[token], self.pieces[token] == b"<eos>"
+
+
+@dataclass(frozen=True)
+class CrashingLoad:
+    """A model loader that, like llama.cpp on a CPU whose kernels fault, ends the process
+    with SIGSEGV for the forms named in ``crash`` (a form is read from the file name, as the
+    weights code writes it). A value, so a child process can use it; otherwise it gives a
+    :class:`DraftingModel` answering ``reply``."""
+
+    crash: frozenset[str]
+    reply: str = "[1] Within 5 minutes."
+
+    def __call__(self, path: Path) -> DraftingModel:
+        form = path.name.split(".")[-2].split("-")[0] if path.name.count(".") > 1 else "as-shipped"
+        if form in self.crash:
+            import os
+            import signal
+
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return DraftingModel(self.reply, FakeClock(), 0.0, 0.0, 0.0)
+
+
+def write_conversion(src: Path, dst: Path, weights: str) -> None:
+    """A stand-in for ``convert_gguf`` that writes a marker file (picklable: module-level)."""
+    dst.write_bytes(b"GGUF " + weights.encode())

@@ -8,11 +8,14 @@ An in-process GGUF runs on the form of its weights chosen for this CPU (see
 
 from __future__ import annotations
 
+import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from retrieval.models.cpu import installed_version
 from retrieval.models.files import PackagedModel, packaged_gguf
+from retrieval.models.isolated import in_child
 from retrieval.models.llm import (
     LanguageModel,
     LlamaCppModel,
@@ -22,7 +25,7 @@ from retrieval.models.llm import (
     gguf_file_type,
     llama_has_bf16,
 )
-from retrieval.models.lookup import LookupChoice, choose_lookup
+from retrieval.models.lookup import LookupChoice, choose_lookup, lookup_trial
 from retrieval.models.weights import ProbeCheck, WeightsChoice, choice_key, choose_weights, widened_forms
 
 
@@ -45,24 +48,17 @@ def load_model(
     """The configured model: a server URL wins, then a GGUF path, then a packaged model.
 
     ``check`` times the forms of an in-process model's weights and whether drafting pays
-    (unless ``weights`` and ``prompt_lookup`` force them)."""
+    (unless ``weights`` and ``prompt_lookup`` force them), each in a child process: a form
+    that crashes llama.cpp on this CPU is never loaded here."""
     if url:
         return OpenAICompatibleModel(url, timeout_s=timeout_s or deadline_s, deadline_s=deadline_s)
     if gguf is None:
         gguf = packaged_gguf(models_dir, packaged)
 
-    def load(path: Path) -> LlamaCppModel:
-        model = LlamaCppModel(
-            path, n_ctx=n_ctx, threads=threads, n_batch=n_batch, flash_attn=flash_attn, deadline_s=deadline_s
-        )
-        # Each form of the weights is timed as it will serve: drafts are checked in batches,
-        # so a form with fast batch kernels gains and one without loses (probe answers on a
-        # 2-core AMD EPYC: F16 1.86 s, Q8_0 2.26 s, as shipped 2.74 s with drafting;
-        # 2.35, 2.12 and 2.14 s without).
-        model.prompt_lookup = prompt_lookup != "off"
-        return model
-
+    load = LlamaLoad(n_ctx, threads, n_batch, flash_attn, deadline_s, drafts=prompt_lookup != "off")
     check_gguf(gguf)  # before its weights are timed or converted
+    # A trial converts (~20 s), loads and answers the probes, each answer within the deadline.
+    trial_s = 120 + 8 * deadline_s
     version = installed_version("llama_cpp_python")
     tuning = (
         f"threads={threads or os.cpu_count()} batch={n_batch} fa={flash_attn} "
@@ -78,9 +74,39 @@ def load_model(
         check=check,
         tuning=tuning,
         forms=widened_forms(backend_bf16=llama_has_bf16()),
+        isolate_s=trial_s,
     )
     model = load(report.path)
     model.weights = report
     key = choice_key(report.path, version, tuning)
-    model.lookup = choose_lookup(model, report.path, prompt_lookup, key, check)
+    in_own_process = functools.partial(in_child, lookup_trial, load, report.path, check, timeout_s=trial_s)
+    model.lookup = choose_lookup(model, report.path, prompt_lookup, key, check, measure=in_own_process)
     return model
+
+
+@dataclass(frozen=True)
+class LlamaLoad:
+    """How an in-process GGUF is loaded: a value, so a child process can load it the same way."""
+
+    n_ctx: int
+    threads: int | None
+    n_batch: int
+    flash_attn: bool
+    deadline_s: float
+    drafts: bool
+
+    def __call__(self, path: Path) -> LlamaCppModel:
+        model = LlamaCppModel(
+            path,
+            n_ctx=self.n_ctx,
+            threads=self.threads,
+            n_batch=self.n_batch,
+            flash_attn=self.flash_attn,
+            deadline_s=self.deadline_s,
+        )
+        # Each form of the weights is timed as it will serve: drafts are checked in batches,
+        # so a form with fast batch kernels gains and one without loses (probe answers on a
+        # 2-core AMD EPYC: F16 1.86 s, Q8_0 2.26 s, as shipped 2.74 s with drafting;
+        # 2.35, 2.12 and 2.14 s without).
+        model.prompt_lookup = self.drafts
+        return model

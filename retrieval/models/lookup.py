@@ -17,14 +17,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from retrieval.errors import ModelError
 from retrieval.measured import KeyedJson
+from retrieval.models.isolated import Crashed
 from retrieval.models.llm import LanguageModel
-from retrieval.models.weights import Clock, ProbeCheck, locked
+from retrieval.models.weights import Clock, Load, ProbeCheck, locked
 
 log = logging.getLogger("footnote.llm")
 
@@ -68,15 +70,19 @@ def choose_lookup(
     key: str,
     check: ProbeCheck,
     clock: Clock = time.perf_counter,
+    measure: Callable[[], LookupReport] | None = None,
 ) -> LookupReport:
-    """Apply the setting, the cached measurement, or measure now; leaves the model set to it."""
+    """Apply the setting, the cached measurement, or measure now; leaves the model set to it.
+
+    ``measure`` times drafting elsewhere (the loader runs :func:`lookup_trial` in a child
+    process); by default ``model`` itself is timed."""
     if choice != "auto":
         report = LookupReport(choice == "on", "forced by FOOTNOTE_LLM_PROMPT_LOOKUP")
     else:
         cache = KeyedJson(cache_path(weights_file))
         with locked(weights_file):  # two processes starting at once would time each other's load
-            report = _cached(cache, key) or _measure(model, clock, check)
-            if report.how == "measured":
+            report = _cached(cache, key) or _measured(model, clock, check, measure)
+            if report.how == "measured" or report.how.startswith("crashed"):
                 cache.save(key, asdict(report))
     model.prompt_lookup = report.on
     log.info("prompt lookup: %s", report.describe())
@@ -88,6 +94,31 @@ def _cached(cache: KeyedJson, key: str) -> LookupReport | None:
     with contextlib.suppress(TypeError):
         return LookupReport(**{**data, "how": "cached measurement"}) if data is not None else None
     return None
+
+
+def lookup_trial(load: Load, weights_file: Path, check: ProbeCheck) -> LookupReport:
+    """Load the weights and time drafting on the probes (run by the loader in a child)."""
+    model = load(weights_file)
+    if not hasattr(model, "prompt_lookup"):
+        raise ModelError(f"{type(model).__name__} does not draft")
+    return _measure(cast(Drafting, model), time.perf_counter, check)
+
+
+def _measured(
+    model: Drafting, clock: Clock, check: ProbeCheck, measure: Callable[[], LookupReport] | None
+) -> LookupReport:
+    if measure is None:
+        return _measure(model, clock, check)
+    try:
+        return measure()
+    except Crashed as exc:
+        # The weights were timed drafting, so drafting is the mode seen to answer here.
+        on = model.prompt_lookup
+        log.warning("prompt lookup not measured: its trial crashed (%s); drafting %s", exc, "on" if on else "off")
+        return LookupReport(on, f"crashed while measuring ({exc}): as the weights were timed")
+    except ModelError as exc:
+        log.warning("prompt lookup not measured (%s): off for now", exc)
+        return LookupReport(False, f"not measured: {exc}")
 
 
 def _measure(model: Drafting, clock: Clock, check: ProbeCheck) -> LookupReport:

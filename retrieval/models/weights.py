@@ -20,6 +20,10 @@ shipped weights' (other sentences cited, other numbers or words) is not taken. T
 choice is cached beside the file, per file version, CPU, llama.cpp version and llama.cpp
 settings, the losing conversions deleted (one process measures at a time: a file lock);
 ``FOOTNOTE_LLM_WEIGHTS`` forces one. Files already 8-bit or wider are used as they are.
+
+A form can crash llama.cpp outright on some CPUs (see :mod:`retrieval.models.isolated`),
+so the loader times each form in a child process: a crash is recorded as that form's
+result, and the serving process only loads a form that was seen to answer.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Literal
 from retrieval.errors import ModelError
 from retrieval.measured import KeyedJson
 from retrieval.models.cpu import CpuInfo, cpu_info
+from retrieval.models.isolated import Crashed, in_child
 from retrieval.models.llm import LanguageModel
 
 log = logging.getLogger("footnote.llm")
@@ -72,6 +77,13 @@ class WeightsTrial:
     first_token_s: float
     answer_s: float
     same_answers: bool  # its probe answers agree with the shipped weights' (``ProbeCheck.agree``)
+    crashed: str = ""  # how its trial ended the process (a signal), if it did: never taken
+
+    def describe(self) -> str:
+        if self.crashed:
+            return f"{self.weights} crashed here ({self.crashed}): not taken"
+        timed = f"{self.weights} first token {self.first_token_s:.2f} s, answer {self.answer_s:.2f} s"
+        return timed + ("" if self.same_answers else " (answers differ: not taken)")
 
 
 @dataclass(frozen=True)
@@ -84,11 +96,7 @@ class WeightsReport:
     trials: tuple[WeightsTrial, ...] = ()
 
     def describe(self) -> str:
-        tried = ", ".join(
-            f"{t.weights} first token {t.first_token_s:.2f} s, answer {t.answer_s:.2f} s"
-            + ("" if t.same_answers else " (answers differ: not taken)")
-            for t in self.trials
-        )
+        tried = ", ".join(t.describe() for t in self.trials)
         return f"{self.chosen} ({self.how}{': ' + tried if tried else ''})"
 
 
@@ -122,7 +130,7 @@ def cache_path(src: Path) -> Path:
 def pick(trials: Sequence[WeightsTrial]) -> str:
     """The earliest first token among the forms that answer like the shipped weights and
     whose whole answer is within ``ANSWER_SLACK`` of the fastest."""
-    ok = [t for t in trials if t.same_answers]
+    ok = [t for t in trials if t.same_answers and not t.crashed]
     fastest = min(t.answer_s for t in ok)
     return min((t for t in ok if t.answer_s <= fastest * ANSWER_SLACK), key=lambda t: t.first_token_s).weights
 
@@ -144,12 +152,15 @@ def choose_weights(
     tuning: str = "",
     clock: Clock = time.perf_counter,
     forms: Sequence[Weights] | None = None,
+    isolate_s: float | None = None,
 ) -> WeightsReport:
     """The setting when it forces a form; else the cached measurement; else measure.
 
     ``tuning`` names the llama.cpp settings (threads, batch, flash attention) the timings
-    depend on; ``forms`` are the widened forms to time (:func:`widened_forms` here). Never
-    fails for want of a conversion: the shipped file always works."""
+    depend on; ``forms`` are the widened forms to time (:func:`widened_forms` here). With
+    ``isolate_s`` each form is converted and timed in a child process of its own, given at
+    most that many seconds (``load``, ``convert`` and ``check`` must then pickle): a form
+    that crashes it is recorded and never taken. Never fails for want of a conversion."""
     with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
@@ -167,7 +178,7 @@ def choose_weights(
         else:
             names = ", ".join(f.upper() for f in forms)
             log.info("timing %s as shipped and as %s on this CPU (once, ~40 s)", src.name, names)
-            trials = measure(src, load, convert, clock, forms, check)
+            trials = measure(src, load, convert, clock, forms, check, isolate_s=isolate_s)
             chosen, how = pick(trials), "measured"
         _drop_conversions(src, keep=converted_path(src, chosen))
         if how != "measured" or len(trials) == 1 + len(forms):  # a form that failed is tried again next time
@@ -228,26 +239,44 @@ def measure(
     clock: Clock,
     forms: Sequence[Weights],
     check: ProbeCheck,
+    *,
+    isolate_s: float | None = None,
 ) -> list[WeightsTrial]:
-    """Time the shipped weights and each widened form on the probes (one model loaded at a time)."""
+    """Time the shipped weights and each widened form on the probes (one model loaded at a
+    time); answers are compared with the first form that answered (the shipped one, unless
+    it crashed)."""
     trials: list[WeightsTrial] = []
     reference: list[str] | None = None
     for w in ("as-shipped", *forms):
         try:
-            model: LanguageModel | None = load(_ensure(src, w, convert))
-            assert model is not None
-            first, total, answers = check.run(model, clock)
+            if isolate_s is None:
+                first, total, answers = trial(src, w, load, convert, check, clock)
+            else:
+                first, total, answers = in_child(trial, src, w, load, convert, check, timeout_s=isolate_s)
+        except Crashed as exc:
+            log.warning("language model weights %s crashed here (%s): not taken", w, exc)
+            trials.append(WeightsTrial(w, 0.0, 0.0, False, crashed=str(exc)))
+            continue
         except ModelError as exc:  # a failed conversion (disk full) is a result: that form is not taken
             log.warning("language model weights %s not usable here: %s", w, exc)
             if w == "as-shipped":
                 raise
             continue
-        finally:
-            model = None  # free it before the next form is loaded
         reference = reference if reference is not None else answers
         same = all(check.agree(a, r) for a, r in zip(answers, reference, strict=True))
         trials.append(WeightsTrial(w, round(first, 3), round(total, 3), same))
+    if reference is None:
+        crashes = "; ".join(t.describe() for t in trials)
+        raise ModelError(f"the language model crashed on this CPU in every form of its weights tried ({crashes})")
     return trials
+
+
+def trial(
+    src: Path, weights: str, load: Load, convert: Convert, check: ProbeCheck, clock: Clock = time.perf_counter
+) -> tuple[float, float, list[str]]:
+    """Convert ``src`` to one form if need be, load it and answer the probes (the model is
+    freed on return, before the next form is loaded)."""
+    return check.run(load(_ensure(src, weights, convert)), clock)
 
 
 def _ensure(src: Path, weights: str, convert: Convert) -> Path:

@@ -3,6 +3,7 @@ and, with the packaged model, that drafting writes exactly what plain decoding w
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,10 @@ import pytest
 from retrieval.answer.probe import ANSWER_PROBE
 from retrieval.answer.prompt import INSTRUCTIONS, AnswerFormat
 from retrieval.errors import ModelError
+from retrieval.models.isolated import in_child
 from retrieval.models.llm import LanguageModel
-from retrieval.models.lookup import cache_path, choose_lookup, describe_cached_lookup
-from testkit.fakes import DraftingModel, FakeClock
+from retrieval.models.lookup import cache_path, choose_lookup, describe_cached_lookup, lookup_trial
+from testkit.fakes import CrashingLoad, DraftingModel, FakeClock
 
 KEY = "model.gguf|v1|cpu|llama.cpp 0.3|threads=2"
 
@@ -119,3 +121,19 @@ def test_the_packaged_model_drafts_as_measured_on_this_machine(real_model: Langu
     assert report.how == "measured" and report.same_answers  # the run's own fresh models folder
     assert report.plain_s > 0 and report.drafted_s > 0
     assert real_model.prompt_lookup is report.on  # type: ignore[attr-defined]
+
+
+def test_drafting_is_timed_in_a_child_and_a_crash_there_keeps_the_mode_the_weights_were_timed_in(
+    tmp_path: Path,
+) -> None:
+    weights = tmp_path / "model.gguf"
+    weights.write_bytes(b"GGUF shipped")
+    m = _model(drafted=0.4)
+    m.prompt_lookup = True  # as the loader timed the weights
+    crash = functools.partial(in_child, lookup_trial, CrashingLoad(frozenset({"as-shipped"})), weights, ANSWER_PROBE)
+    report = choose_lookup(m, weights, "auto", KEY, ANSWER_PROBE, measure=functools.partial(crash, timeout_s=120))
+    assert report.on and m.prompt_lookup and report.how.startswith("crashed while measuring")
+    assert "SIGSEGV" in report.how and cache_path(weights).is_file()  # a crash is not retried at every start
+    fine = functools.partial(in_child, lookup_trial, CrashingLoad(frozenset()), weights, ANSWER_PROBE, timeout_s=120)
+    report = choose_lookup(_model(0.4), tmp_path / "other.gguf", "auto", KEY, ANSWER_PROBE, measure=fine)
+    assert report.how == "measured" and report.same_answers  # the child's model answered both ways alike
