@@ -215,11 +215,13 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     docs = [r.as_json() for r in recs.values()]
     measured = measurements(settings.data_dir / "models")
     skipped = engine.indexer.skipped()
+    planted = engine.flagged()
     if as_json:
         out = {
             "documents": docs,
             "totals": totals(recs.values()),
             "skipped": skipped,
+            "flagged": [{"path": f.path, "start": f.start, "end": f.end, "text": f.text} for f in planted],
             "gate": gate_json(rt, calibrate, click.echo),
             "docs_folder": engine.manifest.docs_folder(),
             **measured,
@@ -233,6 +235,12 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
         click.echo(line)
     for path, reason in skipped.items():
         click.echo(f"skipped        {path}  ({reason})")
+    for f in planted:
+        quote = " ".join(f.text.split())
+        quote = quote if len(quote) <= 80 else quote[:79] + "…"
+        click.echo(f"flagged        {f.path}  #char={f.start},{f.end}  “{quote}”")
+    if planted:
+        click.echo("Flagged text addresses an assistant: it is never offered to the model nor quoted.")
     built_from = engine.manifest.docs_folder()
     if built_from is not None and built_from != str(engine.docs_folder()):
         click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from retrieval.answer.evidence import SourceSentence
 from retrieval.answer.links import SignLink
+from retrieval.ingest import without_planted
 from retrieval.types import Hit
 
 _SLACK_SEQ = re.compile(r"<[!@#][^>]*>")
@@ -130,8 +131,12 @@ class Linker:
 
 
 def make_citations(hits: list[Hit], links: Linker) -> list[Citation]:
-    """Citations of whole passages (the sources consulted when the model found no answer)."""
-    return [cite(i, h, (h.chunk.start, h.chunk.end), h.chunk.content, links) for i, h in enumerate(hits, start=1)]
+    """Citations of whole passages (the sources consulted when the model found no answer),
+    quoted without any instruction planted in them."""
+    return [
+        cite(i, h, (h.chunk.start, h.chunk.end), without_planted(h.chunk.content), links)
+        for i, h in enumerate(hits, start=1)
+    ]
 
 
 def cite_evidence(n: int, ev: SourceSentence, links: Linker) -> Citation:

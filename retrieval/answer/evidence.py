@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.index import tokenize
-from retrieval.ingest import chunk_sentence_spans, is_heading, is_question, plain
+from retrieval.ingest import chunk_sentence_spans, is_heading, is_planted, is_question, plain
 from retrieval.types import Hit
 
 
@@ -97,7 +97,8 @@ def most_relevant(
     keep: int,
     question_idf: dict[str, float] | None = None,
 ) -> list[SourceSentence]:
-    """The ``keep`` most relevant sentences, most relevant first, numbered again 1..keep.
+    """The ``keep`` most relevant sentences, most relevant first, numbered again 1..keep;
+    none of them planted (empty when every sentence is).
 
     A small model leans on the first lines it reads; the first is the likeliest answer.
 
@@ -105,10 +106,13 @@ def most_relevant(
     cores), and the sentence that answers is almost always among the first few.
     """
     idf = question_idf or {}
+    # An instruction planted in a document for an assistant is an order, not a fact: it is
+    # never shown to the model nor quoted, even when nothing else is left.
+    usable = [s for s in sentences if not is_planted(s.hit.chunk, s.start, s.end)]
     # A heading says what a section is about, never what it says: quoted back as an
     # answer's evidence ("The docs say: «# Chat completion»") it backs nothing. Nor does
     # a question the source asks (an exercise, a rhetorical or FAQ question): it answers nothing.
-    pool = [s for s in sentences if not is_heading(s.text) and not is_question(s.text)] or list(sentences)
+    pool = [s for s in usable if not is_heading(s.text) and not is_question(s.text)] or usable
     ranked = sorted(pool, key=lambda s: -relevance(s, query, idf))
     return [replace(s, n=i) for i, s in enumerate(ranked[:keep], start=1)]
 

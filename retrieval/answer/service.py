@@ -188,6 +188,10 @@ class AnswerService:
         sentences = number_sentences(sources, snap.sentence_rows_of)
         question_idf = question_weights(question, snap.bm25.idf)
         sentences = most_relevant(sentences, result.query_vector, self.max_sentences, question_idf)
+        if not sentences:
+            # Every sentence that matched is an instruction planted for an assistant.
+            timings["total"] = (time.perf_counter() - t0) * 1000
+            return replace(base, reason="the matching passages hold no statement to cite", timings=timings)
         model = self._model()
         grammar = AnswerFormat(len(sentences))
         messages = build_prompt(question, sentences, context)

@@ -23,6 +23,7 @@ from retrieval.ingest.chunk import (
 )
 from retrieval.ingest.extract import Extractor, extractor_for
 from retrieval.ingest.markup import plain
+from retrieval.ingest.planted import Flagged, flagged, is_planted, without_planted
 from retrieval.ingest.sandbox import ExtractionRunner
 from retrieval.ingest.sync import PIPELINE_VERSION, Indexer, SourceFile, SyncReport, walk
 
@@ -32,6 +33,7 @@ __all__ = [
     "ChunkerConfig",
     "ExtractionRunner",
     "Extractor",
+    "Flagged",
     "Indexer",
     "SourceFile",
     "SyncReport",
@@ -39,12 +41,15 @@ __all__ = [
     "chunk_document",
     "chunk_sentence_spans",
     "extractor_for",
+    "flagged",
     "header_for",
     "is_evidence",
     "is_heading",
+    "is_planted",
     "is_question",
     "plain",
     "sentence_spans",
     "sentences",
     "walk",
+    "without_planted",
 ]

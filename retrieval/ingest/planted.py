@@ -21,6 +21,8 @@ marker, and may run over several sentences); a sentence that overlaps it is not 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from retrieval.types import Chunk
@@ -76,3 +78,43 @@ def is_planted(chunk: Chunk, start: int, end: int) -> bool:
     such a sentence is neither offered to the model nor quoted."""
     a, b = start - chunk.start, end - chunk.start
     return any(x < b and a < y for x, y in _chunk_ranges(chunk.content))
+
+
+@dataclass(frozen=True)
+class Flagged:
+    """A planted instruction found in a document: where it is, for its owner to look at."""
+
+    path: str
+    start: int  # absolute range in the document's canonical text
+    end: int
+    text: str
+
+
+def flagged(chunks: Iterable[Chunk]) -> list[Flagged]:
+    """Every planted instruction in ``chunks``, once per document range, by path and position.
+
+    Passages overlap, so one instruction is seen in several; a range inside another
+    (the same text cut short by a passage's end) is not listed again.
+    """
+    found: dict[tuple[str, int, int], str] = {}
+    for c in chunks:
+        for a, b in _chunk_ranges(c.content):
+            found.setdefault((c.path, c.start + a, c.start + b), c.content[a:b])
+    keys = sorted(found)
+    out: list[Flagged] = []
+    for path, a, b in keys:
+        inside = any(p == path and x <= a and b <= y and (x, y) != (a, b) for p, x, y in keys)
+        if not inside:
+            out.append(Flagged(path, a, b, found[(path, a, b)]))
+    return out
+
+
+def without_planted(content: str) -> str:
+    """``content`` with each planted instruction replaced by "…" (a passage quoted whole)."""
+    out, pos = [], 0
+    for a, b in _chunk_ranges(content):
+        out.append(content[pos:a])
+        out.append("…")
+        pos = b
+    out.append(content[pos:])
+    return "".join(out)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from retrieval.errors import StoreError, SyncBusy
 from retrieval.index import INDEXED, STALE, DocRecord, Lease, Manifest, Snapshot, VectorStore
-from retrieval.ingest import ChunkerConfig, ExtractionRunner, Indexer, SyncReport
+from retrieval.ingest import ChunkerConfig, ExtractionRunner, Flagged, Indexer, SyncReport, flagged
 from retrieval.models import Embedder
 from retrieval.search.rerank import Reranker
 from retrieval.search.searcher import SearchConfig, Searcher
@@ -178,6 +178,11 @@ class Engine:
         """Record documents whose stamps no longer match the configured pipeline (writes)."""
         with self._sync_lock:
             return self.indexer.mark_stale()
+
+    def flagged(self) -> list[Flagged]:
+        """Instructions planted for an assistant in the searchable documents: never evidence,
+        listed by ``footnote status`` so their owner can look."""
+        return flagged(self.searcher().snapshot.chunks)
 
     def records(self) -> dict[str, DocRecord]:
         """Every document record as it would be after :meth:`mark_stale`, without writing anything."""
