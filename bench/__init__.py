@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.memory import TreePeak
 from bot.builder import Builder, build_slack_bot
 from config.settings import Settings
 from retrieval.index import Snapshot, StoredIndex
@@ -70,9 +71,11 @@ def bench(
     echo: Echo,
     generated: int = 0,
     slack: int = 0,
+    fresh: bool = False,
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="footnote-bench-") as tmp:
-        seeded = seed_models(settings.data_dir / "models", Path(tmp) / "models")
+        # --fresh: nothing lent from the live data dir, so every measurement runs as on a first start.
+        seeded = not fresh and seed_models(settings.data_dir / "models", Path(tmp) / "models")
         rt = Builder(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
         t = time.perf_counter()
         rt.embedder.embed(["warm up"])  # the question runtime
@@ -97,18 +100,27 @@ def bench(
         echo(f"\nQuery latency over {len(qs)} questions ({len(searcher.snapshot.chunks)} chunks):")
         echo("\n".join(_stage_lines(_query_stages(searcher, qs, rt), (*STAGES, "total retrieval"))))
         if answers:
-            weights = getattr(rt.model, "weights", None)
-            echo(f"\nAnswers over {min(answers, len(qs))} questions ({rt.model.name}):")
+            t = time.perf_counter()
+            with TreePeak() as loading:
+                model = rt.model
+            echo(f"\nAnswers over {min(answers, len(qs))} questions ({model.name}):")
+            weights = getattr(model, "weights", None)
+            how = "weights " + weights.how if weights is not None else "a server"
+            echo(
+                f"  model load             {time.perf_counter() - t:.1f} s, peak RSS {loading.mb:.0f} MB, tree ({how})"
+            )
             if weights is not None:
                 echo(f"  weights                {weights.describe()}")
             lookup = getattr(rt.model, "lookup", None)
             if lookup is not None:
                 echo(f"  prompt lookup          {lookup.describe()}")
-            echo("\n".join(_answer_lines(rt, qs[:answers])))
+            with TreePeak() as serving:
+                echo("\n".join(_answer_lines(rt, qs[:answers])))
+            echo(f"  serving peak RSS       {serving.mb:.0f} MB, process tree (everything loaded, answering)")
         if slack:
             echo(f"\nSlack, through the real Bolt app and a fake Web API, {min(slack, len(qs))} questions one by one:")
             echo("\n".join(_slack_lines(rt, qs[:slack], Path(tmp))))
-        echo(f"\npeak RSS               {peak_rss_mb():.0f} MB (everything above loaded)")
+        echo(f"\npeak RSS               {peak_rss_mb():.0f} MB, this process (everything above loaded)")
     echo("\nSync (on a temporary copy of the folder):")
     for line in _sync_figures(settings, docs_dir, generated):
         echo(line)

@@ -36,10 +36,24 @@ def _questions(path: Path) -> list[str]:
 )
 @click.option("--generated", default=0, show_default=True, help="Also time a sync of this many generated documents.")
 @click.option("--slack", default=10, show_default=True, help="Questions sent through the Bolt app (0 = skip).")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Measure as a first start does (runtimes, weights, drafting): the live data dir's measurements are not lent.",
+)
 def main(
-    docs_dir: Path | None, questions: Path | None, answers: int, synthetic: int, generated: int, slack: int
+    docs_dir: Path | None,
+    questions: Path | None,
+    answers: int,
+    synthetic: int,
+    generated: int,
+    slack: int,
+    fresh: bool,
 ) -> None:
     """Print throughput, per-stage latency (p50/p95), answer time and peak memory, with the CPU.
+
+    Memory is the peak RSS summed over this process and its children (the weights are
+    measured in child processes): once while the model loads, once while it answers.
 
     Indexes DOCS into a temporary directory (the live index is not touched), times
     every query stage and the model, then the same retrieval on a synthetic index
@@ -47,7 +61,8 @@ def main(
     """
     settings = load_settings()
     qs = _questions(questions) if questions else []
-    bench(settings, (docs_dir or settings.docs_dir).resolve(), qs, answers, synthetic, click.echo, generated, slack)
+    docs = (docs_dir or settings.docs_dir).resolve()
+    bench(settings, docs, qs, answers, synthetic, click.echo, generated, slack, fresh)
 
 
 if __name__ == "__main__":
