@@ -78,13 +78,14 @@ def bench(
         seeded = not fresh and seed_models(settings.data_dir / "models", Path(tmp) / "models")
         rt = Builder(settings.model_copy(update={"docs_dir": docs_dir, "data_dir": Path(tmp)}))
         t = time.perf_counter()
-        rt.embedder.embed(["warm up"])  # the question runtime
-        rt.embedder.embed(["warm up"] * 8)  # the batch runtime, when it is another
+        with TreePeak() as embedding:
+            rt.embedder.embed(["warm up"])  # the question runtime
+            rt.embedder.embed(["warm up"] * 8)  # the batch runtime, when it is another
         echo(f"CPU                    {cpu_info().describe()}")
         choice = getattr(rt.embedder, "choice", None)
         echo(f"embedding runtime      {choice.describe() if choice else getattr(rt.embedder, 'runtime', '?')}")
         how = "the live data dir's runtime choice and models" if seeded else "includes measuring the runtimes"
-        echo(f"embedder load          {time.perf_counter() - t:.1f} s ({how})")
+        echo(f"embedder load          {time.perf_counter() - t:.1f} s, peak RSS {embedding.mb:.0f} MB, tree ({how})")
         report = rt.engine.sync()
         rate = report.chunks_embedded / report.seconds if report.seconds else 0.0
         echo(

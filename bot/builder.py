@@ -141,7 +141,7 @@ class Builder:
     @cached_property
     def embedder(self) -> Embedder:
         s = self.settings
-        return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models")
+        return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models", lean=s.memory_mb > 0)
 
     def chunker(self) -> ChunkerConfig:
         s = self.settings
@@ -230,6 +230,7 @@ class Builder:
             weights=s.llm_weights,
             prompt_lookup="off" if prompt_lookup == "off" else s.llm_prompt_lookup,
             deadline_s=s.answer_deadline_s,
+            memory_mb=s.memory_mb or None,
         )
 
     @cached_property

@@ -92,6 +92,16 @@ class Settings(BaseSettings):
         "auto", description="auto, torch-fp32, torch-bf16, onnx or onnx-int8."
     )
 
+    # What serving may hold in memory: the embedding runtime and the form of the language
+    # model's weights are chosen to fit (a 4 GB box also runs the OS, Chroma and a sync).
+    memory_mb: int = Field(
+        1200,
+        ge=0,
+        le=1_048_576,
+        description="Resident memory serving may use, in MB: the fastest embedding runtime and form of the "
+        "model's weights that fit are taken (0 = no limit: the fastest).",
+    )
+
     # Retrieval and ranking.
     fusion: Fusion = Field("weighted", description="'weighted' (default), 'rrf', 'dense' or 'bm25'.")
     weight_bm25: float = Field(0.5, ge=0, le=10, description="Weight of the query-normalised BM25 score.")

@@ -14,6 +14,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,14 @@ def installed_version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "none"
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, in MB (``VmRSS``; 0 where ``/proc`` is missing)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0

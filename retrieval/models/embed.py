@@ -38,9 +38,10 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from retrieval.errors import ConfigError
+from retrieval.errors import ConfigError, ModelError
 from retrieval.measured import KeyedJson
 from retrieval.models.cpu import CpuInfo, cpu_info, installed_version
+from retrieval.models.isolated import in_child
 
 log = logging.getLogger("footnote.embed")
 
@@ -432,19 +433,32 @@ class RuntimeChoiceReport:
         return f"{self.chosen}{split} ({self.how}{': ' + tried if tried else ''})"
 
     @classmethod
-    def of(cls, trials: Sequence[RuntimeTrial], how: str, cpu: str) -> RuntimeChoiceReport:
+    def of(cls, trials: Sequence[RuntimeTrial], how: str, cpu: str, *, lean: bool = False) -> RuntimeChoiceReport:
         """The choice a measurement makes (:func:`pick_runtimes`): derived, never stored."""
-        chosen, for_queries = pick_runtimes(trials)
+        chosen, for_queries = pick_runtimes(trials, lean=lean)
         return cls(chosen, how, cpu, tuple(trials), for_queries)
 
 
-def pick_runtimes(trials: Sequence[RuntimeTrial]) -> tuple[Runtime, Runtime]:
+def pick_runtimes(trials: Sequence[RuntimeTrial], *, lean: bool = False) -> tuple[Runtime, Runtime]:
     """(for batches, for questions): the fastest at each among runtimes within the bar.
 
     A PyTorch runtime is taken for either job only when at least ``TORCH_MARGIN`` faster
     than the best ONNX Runtime one: importing it costs a process about 5 s and 300 MB,
     and the probe's own spread between runs was about 10 %. float32 PyTorch (the
-    reference, measured first) when nothing is within the bar."""
+    reference, measured first) when nothing is within the bar.
+
+    ``lean`` (a memory limit is set): batches never load PyTorch beside an ONNX runtime
+    that embeds the questions. Measured serving on a 2-core AMD EPYC (AVX-512 BF16):
+    ONNX for questions alone 259 MB, with PyTorch bf16 for batches 673 MB; a sync there
+    embeds 332 texts/s instead of 423/s."""
+    batches, questions = _fastest(trials)
+    if lean and questions.startswith("onnx") and not batches.startswith("onnx"):
+        ok = [t for t in trials if t.within_bar and t.runtime.startswith("onnx")]
+        batches = max(ok, key=lambda t: t.texts_per_s).runtime if ok else questions
+    return batches, questions
+
+
+def _fastest(trials: Sequence[RuntimeTrial]) -> tuple[Runtime, Runtime]:
     ok = [t for t in trials if t.within_bar] or list(trials[:1])
     light = [t for t in ok if t.runtime.startswith("onnx")]
 
@@ -526,8 +540,14 @@ def index_like(round_no: int) -> tuple[list[str], list[str]]:
     return passages, sentences
 
 
-def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeChoice = "auto") -> RuntimeChoiceReport:
-    """The setting when it forces one; else the cached measurement for this CPU; else measure."""
+MEASURE_TIMEOUT_S = 900.0  # the runtimes' measurement took 10-64 s on 2 cores
+
+
+def choose_runtime(
+    model_path: str, name: str, cache_dir: Path, choice: RuntimeChoice = "auto", *, lean: bool = False
+) -> RuntimeChoiceReport:
+    """The setting when it forces one; else the cached measurement for this CPU; else measure
+    (``lean``: see :func:`pick_runtimes`)."""
     cpu = cpu_info()
     if choice != "auto":
         if choice == "torch-bf16" and not cpu.native_bf16:
@@ -540,12 +560,20 @@ def choose_runtime(model_path: str, name: str, cache_dir: Path, choice: RuntimeC
         data = cache.load(key)
         if data is not None:
             trials = [RuntimeTrial(**t) for t in data["trials"]]
-            report = RuntimeChoiceReport.of(trials, "cached measurement", cpu.describe())
+            report = RuntimeChoiceReport.of(trials, "cached measurement", cpu.describe(), lean=lean)
             if {report.chosen, report.for_queries} <= set(candidates):
                 return report
-    trials = measure_runtimes(model_path, name, cache_dir / "onnx", candidates)
+    # In a child process: timing the PyTorch runtimes imports PyTorch (~400 MB that would stay
+    # here for good), and the weights are chosen to fit beside what this process holds.
+    try:
+        trials = in_child(
+            measure_runtimes, model_path, name, cache_dir / "onnx", candidates, timeout_s=MEASURE_TIMEOUT_S
+        )
+    except ModelError as exc:  # the reference runtime always works; measured again at the next start
+        log.warning("embedding runtimes not measured (%s): float32 PyTorch for now", exc)
+        return RuntimeChoiceReport("torch-fp32", f"not measured: {exc}", cpu.describe())
     cache.save(key, {"trials": [asdict(t) for t in trials]})
-    return RuntimeChoiceReport.of(trials, "measured", cpu.describe())
+    return RuntimeChoiceReport.of(trials, "measured", cpu.describe(), lean=lean)
 
 
 def describe_cached_choice(cache_dir: Path) -> str:
@@ -568,11 +596,16 @@ def _versions() -> str:
 
 @functools.cache
 def load_embedder(
-    model_path: str | None = None, runtime: RuntimeChoice = "auto", cache_dir: Path | None = None
+    model_path: str | None = None,
+    runtime: RuntimeChoice = "auto",
+    cache_dir: Path | None = None,
+    *,
+    lean: bool = False,
 ) -> SentenceTransformerEmbedder:
     """The packaged all-MiniLM-L6-v2 unless a local model directory is given; one per process.
 
-    ``runtime`` forces a runtime; ``auto`` measures (once per CPU, cached in ``cache_dir``).
+    ``runtime`` forces a runtime; ``auto`` measures (once per CPU, cached in ``cache_dir``);
+    ``lean`` keeps PyTorch out when an ONNX runtime embeds the questions (a memory limit).
     """
     name = DEFAULT_MODEL_NAME
     if model_path is None:
@@ -582,7 +615,7 @@ def load_embedder(
     else:
         name = os.path.basename(os.path.normpath(model_path))
     cache = cache_dir or Path(".footnote") / "models"
-    report = choose_runtime(model_path, name, cache, runtime)
+    report = choose_runtime(model_path, name, cache, runtime, lean=lean)
     return SentenceTransformerEmbedder(
         model_path,
         name,

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.models.cpu import installed_version
+from retrieval.models.cpu import installed_version, rss_mb
 from retrieval.models.files import PackagedModel, packaged_gguf
 from retrieval.models.isolated import in_child
 from retrieval.models.llm import (
@@ -44,12 +44,14 @@ def load_model(
     prompt_lookup: LookupChoice = "auto",
     timeout_s: float | None = None,
     deadline_s: float = 30.0,
+    memory_mb: float | None = None,
 ) -> LanguageModel:
     """The configured model: a server URL wins, then a GGUF path, then a packaged model.
 
     ``check`` times the forms of an in-process model's weights and whether drafting pays
     (unless ``weights`` and ``prompt_lookup`` force them), each in a child process: a form
-    that crashes llama.cpp on this CPU is never loaded here."""
+    that crashes llama.cpp on this CPU is never loaded here. ``memory_mb`` bounds this
+    process: the form taken fits in what it leaves beside what is loaded already."""
     if url:
         return OpenAICompatibleModel(url, timeout_s=timeout_s or deadline_s, deadline_s=deadline_s)
     if gguf is None:
@@ -75,6 +77,7 @@ def load_model(
         tuning=tuning,
         forms=widened_forms(backend_bf16=llama_has_bf16()),
         isolate_s=trial_s,
+        allowance_mb=None if memory_mb is None else memory_mb - rss_mb(),
     )
     model = load(report.path)
     model.weights = report

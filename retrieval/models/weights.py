@@ -41,7 +41,7 @@ from typing import Literal
 
 from retrieval.errors import ModelError
 from retrieval.measured import KeyedJson
-from retrieval.models.cpu import CpuInfo, cpu_info
+from retrieval.models.cpu import CpuInfo, cpu_info, rss_mb
 from retrieval.models.isolated import Crashed, in_child
 from retrieval.models.llm import LanguageModel
 
@@ -78,11 +78,13 @@ class WeightsTrial:
     answer_s: float
     same_answers: bool  # its probe answers agree with the shipped weights' (``ProbeCheck.agree``)
     crashed: str = ""  # how its trial ended the process (a signal), if it did: never taken
+    memory_mb: float = 0.0  # what the loaded model added to its process's resident memory
 
     def describe(self) -> str:
         if self.crashed:
             return f"{self.weights} crashed here ({self.crashed}): not taken"
         timed = f"{self.weights} first token {self.first_token_s:.2f} s, answer {self.answer_s:.2f} s"
+        timed += f", {self.memory_mb:.0f} MB" if self.memory_mb else ""
         return timed + ("" if self.same_answers else " (answers differ: not taken)")
 
 
@@ -127,10 +129,23 @@ def cache_path(src: Path) -> Path:
     return src.with_name(src.stem + CACHE_SUFFIX)
 
 
-def pick(trials: Sequence[WeightsTrial]) -> str:
-    """The earliest first token among the forms that answer like the shipped weights and
-    whose whole answer is within ``ANSWER_SLACK`` of the fastest."""
+def pick(trials: Sequence[WeightsTrial], allowance_mb: float | None = None) -> str:
+    """The earliest first token among the forms that answer like the shipped weights, fit
+    in ``allowance_mb`` (the smallest when none does), and whose whole answer is within
+    ``ANSWER_SLACK`` of the fastest of those."""
     ok = [t for t in trials if t.same_answers and not t.crashed]
+    if allowance_mb is not None:
+        fits = [t for t in ok if t.memory_mb <= allowance_mb]
+        if not fits:
+            smallest = min(ok, key=lambda t: t.memory_mb)
+            log.warning(
+                "no form of the weights fits the memory left (%.0f MB of FOOTNOTE_MEMORY_MB): %s takes %.0f MB",
+                allowance_mb,
+                smallest.weights,
+                smallest.memory_mb,
+            )
+            fits = [smallest]
+        ok = fits
     fastest = min(t.answer_s for t in ok)
     return min((t for t in ok if t.answer_s <= fastest * ANSWER_SLACK), key=lambda t: t.first_token_s).weights
 
@@ -153,6 +168,7 @@ def choose_weights(
     clock: Clock = time.perf_counter,
     forms: Sequence[Weights] | None = None,
     isolate_s: float | None = None,
+    allowance_mb: float | None = None,
 ) -> WeightsReport:
     """The setting when it forces a form; else the cached measurement; else measure.
 
@@ -160,18 +176,22 @@ def choose_weights(
     depend on; ``forms`` are the widened forms to time (:func:`widened_forms` here). With
     ``isolate_s`` each form is converted and timed in a child process of its own, given at
     most that many seconds (``load``, ``convert`` and ``check`` must then pickle): a form
-    that crashes it is recorded and never taken. Never fails for want of a conversion."""
+    that crashes it is recorded and never taken. ``allowance_mb``: the memory the model may
+    add to this process (see :func:`pick`). Never fails for want of a conversion."""
     with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
         forms = tuple(forms) if forms is not None else widened_forms()
-        # The forms are part of the key: a measurement that never timed one is not the answer.
-        cache, key = KeyedJson(cache_path(src)), f"{choice_key(src, version, tuning)}|forms={','.join(forms)}"
-        with contextlib.suppress(KeyError, TypeError):
+        # The forms are part of the key: a measurement that never timed one is not the answer;
+        # "mem": one that never measured memory neither.
+        cache, key = KeyedJson(cache_path(src)), f"{choice_key(src, version, tuning)}|forms={','.join(forms)}|mem"
+        with contextlib.suppress(KeyError, TypeError, ValueError):
             data = cache.load(key)
             if data is not None and data["chosen"] in ("as-shipped", *forms):
                 kept = tuple(WeightsTrial(**t) for t in data["trials"])
-                return _available(src, data["chosen"], convert, "cached measurement", kept)
+                # Chosen again from the trials: the memory left may differ from the last start's.
+                chosen = pick(kept, allowance_mb) if kept else data["chosen"]
+                return _available(src, chosen, convert, "cached measurement", kept)
         if not widenable(file_type()):
             trials: list[WeightsTrial] = []
             chosen, how = "as-shipped", "already 8-bit or wider"
@@ -179,7 +199,7 @@ def choose_weights(
             names = ", ".join(f.upper() for f in forms)
             log.info("timing %s as shipped and as %s on this CPU (once, ~40 s)", src.name, names)
             trials = measure(src, load, convert, clock, forms, check, isolate_s=isolate_s)
-            chosen, how = pick(trials), "measured"
+            chosen, how = pick(trials, allowance_mb), "measured"
         _drop_conversions(src, keep=converted_path(src, chosen))
         if how != "measured" or len(trials) == 1 + len(forms):  # a form that failed is tried again next time
             cache.save(key, {"chosen": chosen, "trials": [asdict(t) for t in trials]})
@@ -250,9 +270,9 @@ def measure(
     for w in ("as-shipped", *forms):
         try:
             if isolate_s is None:
-                first, total, answers = trial(src, w, load, convert, check, clock)
+                first, total, answers, memory = trial(src, w, load, convert, check, clock)
             else:
-                first, total, answers = in_child(trial, src, w, load, convert, check, timeout_s=isolate_s)
+                first, total, answers, memory = in_child(trial, src, w, load, convert, check, timeout_s=isolate_s)
         except Crashed as exc:
             log.warning("language model weights %s crashed here (%s): not taken", w, exc)
             trials.append(WeightsTrial(w, 0.0, 0.0, False, crashed=str(exc)))
@@ -264,7 +284,7 @@ def measure(
             continue
         reference = reference if reference is not None else answers
         same = all(check.agree(a, r) for a, r in zip(answers, reference, strict=True))
-        trials.append(WeightsTrial(w, round(first, 3), round(total, 3), same))
+        trials.append(WeightsTrial(w, round(first, 3), round(total, 3), same, memory_mb=round(memory)))
     if reference is None:
         crashes = "; ".join(t.describe() for t in trials)
         raise ModelError(f"the language model crashed on this CPU in every form of its weights tried ({crashes})")
@@ -273,10 +293,15 @@ def measure(
 
 def trial(
     src: Path, weights: str, load: Load, convert: Convert, check: ProbeCheck, clock: Clock = time.perf_counter
-) -> tuple[float, float, list[str]]:
-    """Convert ``src`` to one form if need be, load it and answer the probes (the model is
-    freed on return, before the next form is loaded)."""
-    return check.run(load(_ensure(src, weights, convert)), clock)
+) -> tuple[float, float, list[str], float]:
+    """Convert ``src`` to one form if need be, load it and answer the probes: the median
+    first-token and answer seconds, the answers, and the MB the model added to the process
+    once it had answered (its mapped weights, cache and buffers). The model is freed on
+    return, before the next form is loaded."""
+    path = _ensure(src, weights, convert)
+    before = rss_mb()
+    first, total, answers = check.run(load(path), clock)
+    return first, total, answers, max(0.0, rss_mb() - before)
 
 
 def _ensure(src: Path, weights: str, convert: Convert) -> Path:

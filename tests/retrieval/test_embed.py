@@ -81,6 +81,18 @@ def test_batches_and_questions_each_get_the_runtime_fastest_at_them_within_the_b
     assert pick_runtimes(quick) == ("onnx", "onnx")
 
 
+def test_under_a_memory_limit_batches_do_not_load_pytorch_beside_onnx_for_questions() -> None:
+    trials = (
+        RuntimeTrial("torch-fp32", 71, 9.0, 1.0),
+        RuntimeTrial("torch-bf16", 202, 6.6, 0.9999),
+        RuntimeTrial("onnx", 179, 3.3, 1.0),
+        RuntimeTrial("onnx-int8", 341, 2.0, 0.95),  # over the bar: never taken
+    )
+    assert pick_runtimes(trials, lean=True) == ("onnx", "onnx")
+    torch_only = (trials[0], RuntimeTrial("torch-bf16", 202, 2.0, 0.9999), trials[2])  # torch wins questions too
+    assert pick_runtimes(torch_only, lean=True) == ("torch-bf16", "torch-bf16")  # one runtime loaded either way
+
+
 def test_a_question_goes_to_the_query_runtime_and_a_batch_to_the_batch_runtime(onnx_cache: Path) -> None:
     emb = SentenceTransformerEmbedder(
         default_model_path(), runtime="torch-fp32", cache_dir=onnx_cache / "onnx", query_runtime="onnx"

@@ -17,6 +17,7 @@ from retrieval.errors import ModelError
 from retrieval.models.cpu import CpuInfo
 from retrieval.models.llm import LanguageModel
 from retrieval.models.weights import (
+    WeightsReport,
     WeightsTrial,
     cache_path,
     choose_weights,
@@ -157,6 +158,20 @@ def test_answers_alike_cite_the_same_sentences_with_the_same_words() -> None:
     assert not alike("[1] Zebra quantum marmalade oscillates.", whole)  # a broken conversion
     assert not alike("[1] Acknowledge within 50 minutes.", whole)  # another number
     assert alike("[0]", "[0]") and not alike("[0]", whole)
+
+
+def test_the_fastest_form_that_fits_the_memory_left_is_taken() -> None:
+    # As measured on a 2-core AMD EPYC with AVX-512 BF16 (first token, answer, MB added).
+    trials = [
+        WeightsTrial("as-shipped", 0.45, 0.80, True, memory_mb=560),
+        WeightsTrial("q8_0", 0.41, 0.76, True, memory_mb=600),
+        WeightsTrial("f16", 0.33, 0.62, True, memory_mb=1000),
+        WeightsTrial("bf16", 0.25, 0.51, True, memory_mb=1060),
+    ]
+    assert pick(trials) == "bf16" and pick(trials, allowance_mb=2000) == "bf16"
+    assert pick(trials, allowance_mb=900) == "q8_0"
+    assert pick(trials, allowance_mb=100) == "as-shipped"  # nothing fits: the smallest, with a warning
+    assert "1060 MB" in WeightsReport("bf16", Path("m.gguf"), "measured", tuple(trials)).describe()
 
 
 def test_pick_needs_the_shipped_answers() -> None:
