@@ -147,7 +147,7 @@ class LlamaCppModel:
                 # llama-cpp-python 0.3.36 and tested on a prompt longer than the batch.
                 self._llm.scores = _DISCARDED  # type: ignore[assignment]  # typed as the array it replaces
             # A LlamaDraftModel by its call signature: subclassing it would load llama.cpp on import.
-            self._llm.draft_model = self._draft if on else None  # type: ignore[assignment]
+            self._llm.draft_model = self._draft if on else None  # type: ignore[assignment]  # typed as its own draft class only
 
     def complete(
         self,
