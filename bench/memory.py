@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from types import TracebackType
 
+from retrieval.models.cpu import rss_mb
+
 
 def _children(pid: int) -> list[int]:
     out: list[int] = []
@@ -25,24 +27,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _rss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def tree_rss_mb(root: int | None = None) -> float:
     """What this process and its descendants hold in memory now, in MB."""
-    todo, total = [root or os.getpid()], 0
+    todo, total = [root or os.getpid()], 0.0
     while todo:
         pid = todo.pop()
-        total += _rss_kb(pid)
+        total += rss_mb(pid)
         todo += _children(pid)
-    return total / 1024
+    return total
 
 
 class TreePeak:

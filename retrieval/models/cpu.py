@@ -75,10 +75,11 @@ def installed_version(dist: str) -> str:
         return "none"
 
 
-def rss_mb() -> float:
-    """This process's resident memory now, in MB (``VmRSS``; 0 where ``/proc`` is missing)."""
+def rss_mb(pid: int | None = None) -> float:
+    """A process's resident memory now, in MB (``VmRSS``; this process by default; 0 where
+    ``/proc`` is missing or the process is gone)."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid or 'self'}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     except (OSError, ValueError):
