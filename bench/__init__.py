@@ -11,7 +11,6 @@ two cores); it shows how search cost grows with the index, not quality.
 from __future__ import annotations
 
 import random
-import resource
 import shutil
 import statistics
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.memory import TreePeak
+from bench.memory import TreePeak, peak_rss_mb
 from bot.builder import Builder, build_slack_bot
 from config.settings import Settings
 from retrieval.index import Snapshot, StoredIndex
@@ -39,10 +38,6 @@ def percentiles(values: Sequence[float]) -> tuple[float, float]:
     if not s:
         return 0.0, 0.0
     return statistics.median(s), s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 LABELS = {

@@ -27,6 +27,11 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (``ru_maxrss``), in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def tree_rss_mb(root: int | None = None) -> float:
     """What this process and its descendants hold in memory now, in MB."""
     todo, total = [root or os.getpid()], 0.0
@@ -65,4 +70,4 @@ class TreePeak:
             self._thread.join()
             self.mb = max(self.mb, tree_rss_mb())
         else:
-            self.mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            self.mb = peak_rss_mb()

@@ -117,8 +117,12 @@ def _measured(
         log.warning("prompt lookup not measured: its trial crashed (%s); drafting %s", exc, "on" if on else "off")
         return LookupReport(on, f"crashed while measuring ({exc}): as the weights were timed")
     except ModelError as exc:
-        log.warning("prompt lookup not measured (%s): off for now", exc)
-        return LookupReport(False, f"not measured: {exc}")
+        return _not_measured(exc)
+
+
+def _not_measured(exc: ModelError) -> LookupReport:
+    log.warning("prompt lookup not measured (%s): off for now", exc)
+    return LookupReport(False, f"not measured: {exc}")
 
 
 def _measure(model: Drafting, clock: Clock, check: ProbeCheck) -> LookupReport:
@@ -128,8 +132,7 @@ def _measure(model: Drafting, clock: Clock, check: ProbeCheck) -> LookupReport:
         model.prompt_lookup = True
         _first, drafted_s, drafted = check.run(model, clock)
     except ModelError as exc:  # a timed-out probe must not stop the model from serving
-        log.warning("prompt lookup not measured (%s): off for now", exc)
-        return LookupReport(False, f"not measured: {exc}")
+        return _not_measured(exc)
     # Drafted tokens are checked in a batch, whose arithmetic may round differently from
     # one token at a time: a near tie can flip. Exact equality errs towards plain decoding.
     same = drafted == plain
