@@ -35,7 +35,8 @@ bench:
 	$(BIN)/python -m bench --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl
 
 eval:
-	$(BIN)/footnote eval --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl --ood $(EVAL)/ood.jsonl
+	$(BIN)/footnote eval --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl --ood $(EVAL)/ood.jsonl \
+		$(if $(wildcard $(EVAL)/ood-ticket.jsonl),--ood $(EVAL)/ood-ticket.jsonl)
 
 clean:
 	rm -rf .footnote .pytest_cache

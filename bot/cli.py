@@ -426,7 +426,9 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
 @click.option(
     "--ood",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='JSON lines of questions the docs cannot answer: {"id", "question"}.',
+    multiple=True,
+    help='JSON lines of questions the docs cannot answer: {"id", "question", "style"?}; may be given again '
+    "(e.g. direct and chatty twins). With styles, the gate is also scored per style against its own style.",
 )
 @click.option(
     "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the results as JSON here."
@@ -466,7 +468,7 @@ def eval_cmd(
     settings: Settings,
     docs_dir: Path | None,
     questions: Path,
-    ood: Path | None,
+    ood: tuple[Path, ...],
     json_out: Path | None,
     plots_dir: Path | None,
     with_answers: bool,
@@ -494,7 +496,7 @@ def eval_cmd(
     if plots_dir is not None and importlib.util.find_spec("matplotlib") is None:
         raise click.ClickException("--plots needs matplotlib, an optional extra: pip install 'footnote[plots]'")
     qs = _read_questions(questions, needs_needle=True)
-    oods = _read_questions(ood, needs_needle=False) if ood else []
+    oods = [q for path in ood for q in _read_questions(path, needs_needle=False)]
     result = evaluate(
         settings,
         (docs_dir or settings.docs_dir).resolve(),

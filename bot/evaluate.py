@@ -18,11 +18,13 @@ from bot.gate_status import calibration, gate_text
 from config.settings import Settings
 from retrieval.errors import ConfigError
 from retrieval.evaluation import (
+    DIRECT,
     CachingEmbedder,
     EvalReport,
     FoldResult,
     Half,
     Question,
+    by_style,
     compare,
     cross_validate,
     document_of,
@@ -153,6 +155,13 @@ def _answers(
         before = rows_from_json(old)
     rows = run_answers(b.answers, qs, oods, progress=progress)
     result: dict[str, Any] = {"model": b.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
+    styles = by_style(rows, DIRECT)
+    if styles:
+        result["by_style"] = {style: summarise(sub) for style, sub in styles.items()}
     if before is not None:
         result["paired"] = [compare(rows, before, m) for m in ("evidence_hit", "cited", "answered")]
+        for style, sub in styles.items():
+            result.setdefault("paired_by_style", {})[style] = [
+                compare(sub, before, m) for m in ("evidence_hit", "answered")
+            ]
     return result

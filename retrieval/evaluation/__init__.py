@@ -10,7 +10,15 @@ an unchanged corpus is evaluated again without embedding (``vectors``).
 
 from __future__ import annotations
 
-from retrieval.evaluation.answers import AnswerRow, compare, rows_from_json, rows_json, run_answers, summarise
+from retrieval.evaluation.answers import (
+    AnswerRow,
+    by_style,
+    compare,
+    rows_from_json,
+    rows_json,
+    run_answers,
+    summarise,
+)
 from retrieval.evaluation.cross_validation import (
     FoldResult,
     Half,
@@ -21,16 +29,18 @@ from retrieval.evaluation.cross_validation import (
 )
 from retrieval.evaluation.metrics import normalise, paired, sign_test, wilson
 from retrieval.evaluation.report import format_answers, format_eval, write_plots
-from retrieval.evaluation.suite import EvalReport, Question, load_documents, run_eval
+from retrieval.evaluation.suite import DIRECT, EvalReport, Question, load_documents, run_eval
 from retrieval.evaluation.vectors import CachingEmbedder
 
 __all__ = [
+    "DIRECT",
     "AnswerRow",
     "CachingEmbedder",
     "EvalReport",
     "FoldResult",
     "Half",
     "Question",
+    "by_style",
     "compare",
     "cross_validate",
     "document_of",

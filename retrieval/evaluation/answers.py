@@ -121,6 +121,16 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
     }
 
 
+def by_style(rows: Sequence[AnswerRow], direct: str) -> dict[str, list[AnswerRow]]:
+    """Rows per question style (a row without one is ``direct`` when others have one); {} when none has."""
+    if not any(r.style for r in rows):
+        return {}
+    out: dict[str, list[AnswerRow]] = {}
+    for r in rows:
+        out.setdefault(r.style or direct, []).append(r)
+    return dict(sorted(out.items()))
+
+
 def compare(a: Sequence[AnswerRow], b: Sequence[AnswerRow], metric: str) -> dict[str, Any]:
     """Paired sign test of two runs on the same questions for a yes/no metric (e.g. evidence_hit)."""
     by_id = {(r.id, r.question): r for r in b}

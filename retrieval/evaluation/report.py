@@ -66,6 +66,14 @@ def format_eval(report: EvalReport) -> str:
                 lines.append(
                     f"  {name:9} n={len(s):3}  min {s[0]:.3f}  median {s[len(s) // 2]:.3f}  max {s[-1]:.3f}  {_spark(s)}"
                 )
+        if data.get("gate_by_style"):
+            lines.append("")
+            lines.append("Gate by question style (AUC against unanswerable questions of the same style):")
+            for style, g in data["gate_by_style"].items():
+                lines.append(
+                    f"  {style:10} AUC {g['auc']:.3f}  refused {g['refused']}/{g['n']}  "
+                    f"unanswerable let through {g['bluffs']}/{g['n_ood']}"
+                )
         if data.get("gate_auc"):
             lines.append("")
             lines.append("Gate evidence, AUC in-domain vs out-of-domain (1 = separates perfectly, 0.5 = chance):")
@@ -161,4 +169,12 @@ def format_answers(answers: dict[str, Any]) -> str:
     ]
     for p in answers.get("paired", []):
         lines.append(f"  vs earlier run, {p['metric']:13} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
+    for style, st in answers.get("by_style", {}).items():
+        lines.append(
+            f"  {style:10} answered {st['answered']['k']}/{st['answered']['n']}, needle cited "
+            f"{st['evidence_hit']['k']}/{st['evidence_hit']['n']}, unanswerable answered "
+            f"{st['ood_answered']['k']}/{st['ood_answered']['n']}"
+        )
+        for p in answers.get("paired_by_style", {}).get(style, []):
+            lines.append(f"    vs earlier run, {p['metric']:13} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
     return "\n".join(lines)

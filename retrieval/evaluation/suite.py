@@ -19,7 +19,7 @@ import numpy as np
 
 from retrieval.answer import Rewrite, widen
 from retrieval.errors import ConfigError
-from retrieval.evaluation.cross_validation import signal_aucs
+from retrieval.evaluation.cross_validation import auc, signal_aucs
 from retrieval.evaluation.metrics import (
     Rank,
     destroyed,
@@ -48,6 +48,10 @@ from retrieval.search import (
 from retrieval.types import Document
 
 KS = (1, 4, 8, 20)
+# A question file without styles is one style; in a file with styles, a line without one
+# is a direct question (the OOD files of ../shared/eval: ood.jsonl has none, its chatty
+# twins in ood-ticket.jsonl say "ticket").
+DIRECT = "course"
 CONTEXT_K = 4
 # The seed's six strategies: three independent ingredients (boundaries, header, overlap).
 CHUNKING: dict[str, tuple[str, dict[str, Any]]] = {
@@ -133,6 +137,7 @@ class EvalReport:
     n_ood: int
     gate: GateConfig
     aucs: dict[str, float] = field(default_factory=dict)  # the gate signal's parts, in-domain vs OOD
+    by_style: dict[str, dict[str, Any]] = field(default_factory=dict)  # the gate per question style
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -156,6 +161,7 @@ class EvalReport:
             },
             "gate_signal": self.signals,
             "gate_auc": self.aucs,
+            "gate_by_style": self.by_style,
         }
 
 
@@ -300,6 +306,7 @@ def run_eval(
     ood_results = [default.search(q.question, k=20) for q in ood]
     facts = [facts_of(r) for r in default_results], [facts_of(r) for r in ood_results]
     aucs = signal_aucs(*facts, gate.coverage_weight, gate.sentence_weight) if ood else {}
+    styles = style_gate(questions, ood, default_results, ood_results, gate, max_sources)
     return EvalReport(
         runs,
         tests,
@@ -311,4 +318,37 @@ def run_eval(
         len(ood),
         gate,
         aucs,
+        styles,
     )
+
+
+def style_of(q: Question, styled: bool) -> str:
+    return (q.style or DIRECT) if styled else ""
+
+
+def style_gate(
+    questions: Sequence[Question],
+    ood: Sequence[Question],
+    inside: Sequence[SearchResult],
+    outside: Sequence[SearchResult],
+    gate: GateConfig,
+    max_sources: int,
+) -> dict[str, dict[str, Any]]:
+    """Per question style: the gate's AUC against unanswerable questions *of the same style*
+    (so the length or tone of a message separates nothing), answerable refused and
+    unanswerable let through at the configured threshold. Empty when no question has a style."""
+    styled = any(q.style for q in [*questions, *ood])
+    if not styled:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for style in sorted({style_of(q, styled) for q in questions}):
+        mine = [r for q, r in zip(questions, inside, strict=True) if style_of(q, styled) == style]
+        theirs = [r for q, r in zip(ood, outside, strict=True) if style_of(q, styled) == style]
+        out[style] = {
+            "n": len(mine),
+            "n_ood": len(theirs),
+            "auc": auc([gate_signal(r, gate) for r in mine], [gate_signal(r, gate) for r in theirs]),
+            "refused": sum(not decide(r, gate, max_sources).answerable for r in mine),
+            "bluffs": sum(decide(r, gate, max_sources).answerable for r in theirs),
+        }
+    return out

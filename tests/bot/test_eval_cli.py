@@ -21,9 +21,13 @@ QUESTIONS = [
     {"id": "q3", "question": "When is the post-mortem due?", "style": "course",
      "needle": "Every SEV1 and SEV2 gets a blameless post-mortem"},
 ]  # fmt: skip
-OOD = [
-    {"id": "o1", "question": "What is the capital of Mongolia?"},
-    {"id": "o2", "question": "How do I fine-tune a transformer with LoRA adapters?"},
+OOD = [{"id": "o1", "question": "What is the capital of Mongolia?"}]  # no style: a direct question
+OOD_TICKET = [
+    {
+        "id": "o2",
+        "style": "ticket",
+        "question": "trying to squeeze a transformer onto my laptop, how do LoRA adapters work?",
+    },
 ]
 
 
@@ -36,6 +40,7 @@ def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch
     monkeypatch.setenv("FOOTNOTE_DATA_DIR", str(tmp_path / "live"))
     monkeypatch.setenv("FOOTNOTE_DOCS_DIR", str(EXAMPLES))  # evaluating the live folder itself
     qs, ood = _jsonl(tmp_path / "q.jsonl", QUESTIONS), _jsonl(tmp_path / "ood.jsonl", OOD)
+    ood_ticket = _jsonl(tmp_path / "ood-ticket.jsonl", OOD_TICKET)
     out, plots = tmp_path / "eval.json", tmp_path / "plots"
     res = CliRunner().invoke(
         main,
@@ -47,6 +52,8 @@ def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch
             str(qs),
             "--ood",
             str(ood),
+            "--ood",
+            str(ood_ticket),
             "--json",
             str(out),
             "--plots",
@@ -74,6 +81,17 @@ def test_eval_reports_every_strategy_tests_and_sweep(tmp_path: Path, monkeypatch
     assert aucs["the gate as configured"] == pytest.approx(whole)
     assert aucs["the gate as configured"] == aucs["chunk + 0.5 × coverage"]  # the sentence term is off by default
     assert all(0.0 <= v <= 1.0 for v in aucs.values())
+    # Per style, each style's questions against the unanswerable ones of that style only
+    # (o1 has no style: a direct question; the signals are in file order, o1 then o2).
+    sig = data["gate_signal"]
+    by_style = data["gate_by_style"]
+    assert {k: (v["n"], v["n_ood"]) for k, v in by_style.items()} == {"course": (2, 1), "ticket": (1, 1)}
+    assert by_style["course"]["auc"] == pytest.approx(auc([sig["in_domain"][0], sig["in_domain"][2]], sig["ood"][:1]))
+    assert by_style["ticket"]["auc"] == pytest.approx(auc(sig["in_domain"][1:2], sig["ood"][1:]))
+    default = next(r for r in sweep if r["default"])
+    assert sum(v["bluffs"] for v in by_style.values()) == default["bluffs"]
+    assert sum(v["refused"] for v in by_style.values()) == default["refused"]
+    assert "Gate by question style" in res.output
     assert "Gate evidence, AUC in-domain vs out-of-domain" in res.output
     assert "Paired exact sign tests" in res.output and "← default" in res.output
     for png in ("recall.png", "refusal_sweep.png"):

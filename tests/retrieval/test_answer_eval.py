@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from retrieval.answer.citations import Citation
 from retrieval.answer.service import Answer, AnswerCheck, Outcome
-from retrieval.evaluation.answers import compare, needle_share, rows_from_json, rows_json, score, summarise
+from retrieval.evaluation.answers import by_style, compare, needle_share, rows_from_json, rows_json, score, summarise
 
 NEEDLE = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes."
 
@@ -60,3 +60,17 @@ def test_paired_comparison_and_json_round_trip() -> None:
         "p": 1.0,
     }
     assert rows_from_json(rows_json([hit, miss])) == [hit, miss]
+
+
+def test_rows_by_style_put_unstyled_rows_with_the_direct_style() -> None:
+    rows = [
+        score("a", "course", "q", NEEDLE, _answer("It is 5 minutes [1].", [NEEDLE]), 1.0, False),
+        score("a", "ticket", "hey q", NEEDLE, _answer("", [], refused=True), 1.0, False),
+        score("o", "", "q", "", _answer("Bluff [1].", ["x"]), 1.0, True),  # ood.jsonl has no style
+        score("o", "ticket", "hey q", "", _answer("", [], refused=True), 1.0, True),
+    ]
+    styles = by_style(rows, "course")
+    assert {k: [r.id for r in v] for k, v in styles.items()} == {"course": ["a", "o"], "ticket": ["a", "o"]}
+    assert summarise(styles["course"])["ood_answered"]["k"] == 1
+    assert summarise(styles["ticket"])["answered"]["k"] == 0
+    assert by_style([score("a", "", "q", NEEDLE, _answer("x [1].", [NEEDLE]), 1.0, False)], "course") == {}
