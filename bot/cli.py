@@ -446,9 +446,12 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     help="Also ask every question through the model: citations, evidence hits, bluffs, answer time (slow).",
 )
 @click.option(
+    "--compare",
     "--compare-answers",
+    "compare_answers",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A previous --json output: paired sign tests of its answers against this run's.",
+    help="A previous --json output: paired sign tests of its ranks (R@1, R@4, per style) and, with --answers, "
+    "its answers against this run's.",
 )
 @click.option(
     "--cv",
@@ -491,7 +494,7 @@ def eval_cmd(
     embeds only what changed.
     """
     from bot.evaluate import evaluate
-    from retrieval.evaluation import format_answers, format_cv, format_eval, write_plots
+    from retrieval.evaluation import format_answers, format_cv, format_eval, format_paired, write_plots
 
     if plots_dir is not None and importlib.util.find_spec("matplotlib") is None:
         raise click.ClickException("--plots needs matplotlib, an optional extra: pip install 'footnote[plots]'")
@@ -509,6 +512,8 @@ def eval_cmd(
         indexing=sys.stderr.isatty(),
     )
     click.echo(format_eval(result.report))
+    if result.paired:
+        click.echo("\n" + format_paired(result.paired, compare_answers))
     click.echo("\n" + result.gate_text)
     if result.folds:
         click.echo("\n" + format_cv(result.folds))

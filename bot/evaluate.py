@@ -30,6 +30,7 @@ from retrieval.evaluation import (
     document_of,
     halves_by_document,
     load_documents,
+    paired_ranks,
     rows_from_json,
     rows_json,
     run_answers,
@@ -48,6 +49,7 @@ class Evaluation:
     calibration: dict[str, Any] | None
     answers: dict[str, Any] | None = None
     folds: list[FoldResult] = field(default_factory=list)
+    paired: list[dict[str, Any]] = field(default_factory=list)  # ranks against an earlier run
 
     def as_json(self) -> dict[str, Any]:
         out = self.report.as_json()
@@ -56,6 +58,8 @@ class Evaluation:
             out["cross_validation"] = [f.as_json() for f in self.folds]
         if self.answers is not None:
             out["answers"] = self.answers
+        if self.paired:
+            out["paired_with_earlier_run"] = self.paired
         return out
 
 
@@ -106,7 +110,17 @@ def evaluate(
         text = gate_text(b, compute=False)  # while the index exists
         folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors, cv_seeds, progress)
         vectors.save()
-    return Evaluation(report, text, cal.as_json() if cal else None, answers, folds)
+    earlier = _earlier_ranks(compare_to)
+    paired = paired_ranks(report.as_json()["default"]["per_question"], earlier) if earlier else []
+    return Evaluation(report, text, cal.as_json() if cal else None, answers, folds, paired)
+
+
+def _earlier_ranks(compare_to: Path | None) -> list[dict[str, Any]]:
+    """The default pipeline's ranks in an earlier ``--json`` output ([] when it predates them)."""
+    if compare_to is None:
+        return []
+    default = json.loads(compare_to.read_text(encoding="utf-8")).get("default", {})
+    return list(default.get("per_question", []))
 
 
 def _cross_validation(

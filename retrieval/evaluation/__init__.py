@@ -28,8 +28,8 @@ from retrieval.evaluation.cross_validation import (
     halves_by_document,
 )
 from retrieval.evaluation.metrics import normalise, paired, sign_test, wilson
-from retrieval.evaluation.report import format_answers, format_eval, write_plots
-from retrieval.evaluation.suite import DIRECT, EvalReport, Question, load_documents, run_eval
+from retrieval.evaluation.report import format_answers, format_eval, format_paired, write_plots
+from retrieval.evaluation.suite import DIRECT, EvalReport, Question, load_documents, paired_ranks, run_eval
 from retrieval.evaluation.vectors import CachingEmbedder
 
 __all__ = [
@@ -47,10 +47,12 @@ __all__ = [
     "format_answers",
     "format_cv",
     "format_eval",
+    "format_paired",
     "halves_by_document",
     "load_documents",
     "normalise",
     "paired",
+    "paired_ranks",
     "rows_from_json",
     "rows_json",
     "run_answers",

@@ -82,6 +82,14 @@ def format_eval(report: EvalReport) -> str:
     return "\n".join(lines)
 
 
+def format_paired(paired: list[dict[str, Any]], earlier: object) -> str:
+    """Paired sign tests of this run's ranks against an earlier run's."""
+    lines = [f"Paired against {earlier} (exact sign test, two-sided; + this run finds it, − only the earlier did):"]
+    for t in paired:
+        lines.append(f"  {t['style']:8} R@{t['k']}  n={t['n']:3}  +{t['wins']}/−{t['losses']}, p = {t['p']:.4f}")
+    return "\n".join(lines)
+
+
 def _spark(values: list[float], lo: float = 0.2, hi: float = 1.2, bins: int = 20) -> str:
     """A one-line histogram over [lo, hi] so the two distributions can be compared by eye."""
     counts = [0] * bins

@@ -96,6 +96,11 @@ class StrategyRun:
     destroyed: int
     context_chars: float
     styles: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+
+    def per_question(self) -> list[dict[str, Any]]:
+        """Each question's rank (None: not in the top 20), for paired tests against a later run."""
+        return [{"id": i, "style": s, "rank": r} for i, s, r in zip(self.ids, self.styles, self.ranks, strict=True)]
 
     def summary(self) -> dict[str, Any]:
         n = len(self.ranks)
@@ -141,7 +146,10 @@ class EvalReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "default": self.strategies["default"].summary(),
+            "default": {
+                **self.strategies["default"].summary(),
+                "per_question": self.strategies["default"].per_question(),
+            },
             "strategies": {k: v.summary() for k, v in self.strategies.items() if k != "default"},
             "sign_tests": self.sign_tests,
             "refusal_sweep": [
@@ -227,7 +235,7 @@ def scored(
     """A strategy's results, ranked against each question's needle."""
     ranks = [needle_rank(r.hits, q.needle) for r, q in zip(results, questions, strict=True)]
     cost = statistics.fmean(sum(len(passage(h.chunk)) for h in r.hits[:CONTEXT_K]) for r in results) if results else 0.0
-    return StrategyRun(name, label, ranks, lost, cost, [q.style for q in questions])
+    return StrategyRun(name, label, ranks, lost, cost, [q.style for q in questions], [q.id for q in questions])
 
 
 def rewrite_run(
@@ -320,6 +328,23 @@ def run_eval(
         aucs,
         styles,
     )
+
+
+def paired_ranks(now: Sequence[dict[str, Any]], before: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Paired sign tests of this run's ranks against an earlier run's (``per_question`` of
+    ``footnote eval --json``, matched by id and style), at R@1 and R@4: all questions, then per style."""
+    old = {(q["id"], q["style"]): q["rank"] for q in before}
+    pairs = [(q["style"], q["rank"], old[(q["id"], q["style"])]) for q in now if (q["id"], q["style"]) in old]
+    styles = sorted({style for style, _, _ in pairs} - {""})
+    out = []
+    for style in ["all", *styles]:
+        mine = [(a, b) for s, a, b in pairs if style in ("all", s)]
+        for k in (1, 4):
+            wins, losses = paired([a for a, _ in mine], [b for _, b in mine], k)
+            out.append(
+                {"style": style, "k": k, "n": len(mine), "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+            )
+    return out
 
 
 def style_of(q: Question, styled: bool) -> str:

@@ -1,4 +1,4 @@
-"""The eval suite embeds each distinct text once across its strategies."""
+"""The eval suite embeds each distinct text once across its strategies; ranks pair with an earlier run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval.evaluation.suite import VectorCache
+from retrieval.evaluation.suite import VectorCache, paired_ranks
 
 
 class CountingEmbedder:
@@ -32,3 +32,26 @@ def test_each_distinct_text_is_embedded_once() -> None:
     assert first[0].tolist() == first[2].tolist() == [1.0, 1.0, 0.0]
     assert again[0].tolist() == first[1].tolist()
     assert cache.embed([]).shape == (0, 3)
+
+
+def test_ranks_are_paired_with_an_earlier_run_by_id_and_style() -> None:
+    before = [
+        {"id": "q1", "style": "course", "rank": 1},
+        {"id": "q1", "style": "ticket", "rank": None},
+        {"id": "q2", "style": "ticket", "rank": 3},
+        {"id": "gone", "style": "ticket", "rank": 1},  # not asked this time: not paired
+    ]
+    now = [
+        {"id": "q1", "style": "course", "rank": 1},
+        {"id": "q1", "style": "ticket", "rank": 2},  # found now, within 4 not 1
+        {"id": "q2", "style": "ticket", "rank": 1},  # rose from 3 to 1
+    ]
+    got = {(t["style"], t["k"]): (t["n"], t["wins"], t["losses"]) for t in paired_ranks(now, before)}
+    assert got == {
+        ("all", 1): (3, 1, 0),
+        ("all", 4): (3, 1, 0),
+        ("course", 1): (1, 0, 0),
+        ("course", 4): (1, 0, 0),
+        ("ticket", 1): (2, 1, 0),
+        ("ticket", 4): (2, 1, 0),
+    }
