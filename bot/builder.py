@@ -49,6 +49,7 @@ from retrieval.models import (
     limit_blas_threads,
     load_embedder,
     load_model,
+    model_folder,
 )
 from retrieval.search import (
     DEFAULT_THRESHOLD,
@@ -141,7 +142,9 @@ class Builder:
     @cached_property
     def embedder(self) -> Embedder:
         s = self.settings
-        return load_embedder(runtime=s.embed_runtime, cache_dir=s.data_dir / "models", lean=s.memory_mb > 0)
+        return load_embedder(
+            model_folder(s.embed_model), runtime=s.embed_runtime, cache_dir=s.data_dir / "models", lean=s.memory_mb > 0
+        )
 
     def chunker(self) -> ChunkerConfig:
         s = self.settings

@@ -86,6 +86,12 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(0, ge=0, le=1024, description="Characters copied from the previous chunk.")
     max_file_mb: float = Field(50.0, gt=0, le=100_000, description="Files larger than this are recorded as failed.")
 
+    # The embedding model. Changing it re-stamps every document (stale, then rebuilt by the next sync).
+    embed_model: str = Field(
+        "minilm",
+        description="'minilm' (all-MiniLM-L6-v2, packaged) or a sentence-transformers model directory "
+        "(e.g. one training/train_embedder.py wrote).",
+    )
     # The embedding runtime: "auto" times every runtime this CPU can run and takes the
     # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).
     embed_runtime: Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"] = Field(
@@ -255,6 +261,16 @@ class Settings(BaseSettings):
     def _reranker(cls, v: str | None) -> str | None:
         v = v.strip() if v else None
         return None if v in (None, "", "sentence") else v  # unset and "sentence" are the same built-in
+
+    @field_validator("embed_model")
+    @classmethod
+    def _embed_model(cls, v: str) -> str:
+        v = v.strip()
+        if v == "minilm":
+            return v
+        if not (Path(v) / "config.json").is_file():
+            raise ValueError("must be 'minilm' or a sentence-transformers model directory (with its config.json)")
+        return v
 
     @field_validator("channel_folders", mode="before")
     @classmethod

@@ -22,6 +22,7 @@ from retrieval.models.embed import (
     load_cross_encoder,
     load_embedder,
     load_onnx_cross_encoder,
+    model_folder,
 )
 from retrieval.models.files import MODELS, PackagedModel, default_gguf, packaged_gguf, seed_models
 from retrieval.models.llm import (
@@ -98,6 +99,7 @@ __all__ = [
     "load_model",
     "load_onnx_cross_encoder",
     "measurements",
+    "model_folder",
     "packaged_gguf",
     "seed_models",
 ]

@@ -162,8 +162,7 @@ class _OnnxEncoder:
 
         # Keyed by the weights and the exporting libraries; read from package metadata so
         # that a process which finds its export never imports torch (~300 MB).
-        weights = Path(model_path) / "model.safetensors"
-        tag = f"{weights.stat().st_size if weights.exists() else 0}-{installed_version('torch')}-{onnxruntime.__version__}"
+        tag = f"{weights_fingerprint(Path(model_path))}-{installed_version('torch')}-{onnxruntime.__version__}"
         folder = cache_dir / hashlib.sha1(tag.encode()).hexdigest()[:12]
         fp32, int8 = folder / "model.onnx", folder / "model-int8.onnx"
         if not fp32.is_file():
@@ -311,7 +310,11 @@ class SentenceTransformerEmbedder:
 
         hf_logging.disable_progress_bar()
         torch.set_num_threads(self.threads)
-        model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
+        # float32 whatever the weights are stored as: Footnote's own fine-tune ships float16 (45 MB,
+        # not 90), and float16 arithmetic on a CPU is slow and drifts from the vectors' meaning.
+        model = SentenceTransformer(
+            self.model_path, device="cpu", local_files_only=True, model_kwargs={"dtype": torch.float32}
+        )
         if self.runtime == "torch-bf16":
             model.to(torch.bfloat16)
         return model
@@ -389,6 +392,39 @@ class SentenceTransformerEmbedder:
         if self._pieces is not None:
             return self._pieces.count(text)
         return len(self._model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
+
+
+def weights_fingerprint(folder: Path) -> str:
+    """Which weights a model folder holds, cheaply: their size and a hash of their first and last
+    MiB (two fine-tunes of one model have the same size; their bytes differ everywhere)."""
+    weights = folder / "model.safetensors"
+    try:
+        size = weights.stat().st_size
+        with weights.open("rb") as f:
+            head = f.read(1 << 20)
+            f.seek(max(0, size - (1 << 20)))
+            tail = f.read()
+    except OSError:
+        return "0"
+    return f"{size}-{hashlib.sha256(head + tail).hexdigest()[:12]}"
+
+
+def model_folder(choice: str) -> str | None:
+    """The folder of an ``embed_model`` setting: None for the packaged all-MiniLM-L6-v2, else the
+    directory (checked against its SHA256SUMS when it has one, as training/train_embedder.py writes)."""
+    if choice == "minilm":
+        return None
+    verify_checksums(Path(choice))
+    return choice
+
+
+def model_name(folder: str) -> str:
+    """A local model's name in the index stamp: its own name (training.json's, else the folder's)
+    and its weights' fingerprint, so retrained weights in the same folder re-stamp the index."""
+    path = Path(folder)
+    named = _read_json(path / "training.json").get("name")
+    base = named if isinstance(named, str) and named else os.path.basename(os.path.normpath(folder))
+    return f"{base}@{weights_fingerprint(path)}"
 
 
 def default_model_path() -> str:
@@ -613,7 +649,7 @@ def load_embedder(
     elif not os.path.isdir(model_path):
         raise ConfigError(f"embedding model directory not found: {model_path}")
     else:
-        name = os.path.basename(os.path.normpath(model_path))
+        name = model_name(model_path)
     cache = cache_dir or Path(".footnote") / "models"
     report = choose_runtime(model_path, name, cache, runtime, lean=lean)
     return SentenceTransformerEmbedder(
@@ -741,6 +777,6 @@ def verify_checksums(folder: Path) -> None:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
         except OSError as exc:
-            raise ConfigError(f"the cross-encoder in {folder} is incomplete: {name.strip()} ({exc.strerror})") from None
+            raise ConfigError(f"the model in {folder} is incomplete: {name.strip()} ({exc.strerror})") from None
         if h.hexdigest() != digest:
-            raise ConfigError(f"the cross-encoder in {folder} is damaged: {name.strip()} fails its SHA256SUMS line")
+            raise ConfigError(f"the model in {folder} is damaged: {name.strip()} fails its SHA256SUMS line")

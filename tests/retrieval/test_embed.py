@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval.errors import ConfigError
 from retrieval.models.cpu import CpuInfo
 from retrieval.models.embed import (
     COSINE_BAR,
@@ -25,6 +26,8 @@ from retrieval.models.embed import (
     index_like,
     lengthened,
     measure_runtimes,
+    model_folder,
+    model_name,
     pick_runtimes,
 )
 
@@ -166,3 +169,43 @@ def test_the_batch_probe_is_shaped_like_a_sync_and_no_text_is_embedded_twice() -
     lengths = [{emb.count_tokens(t) for t in part} for part in (*index_like(0), *index_like(1))]
     assert min(len(x) for x in lengths) > 3  # lengths vary within a call
     assert max(lengths[0]) < max(lengths[2]) and max(lengths[1]) < max(lengths[3])  # and grow from round to round
+
+
+def _weights(folder: Path, data: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.safetensors").write_bytes(data)
+    return folder
+
+
+def test_a_local_model_is_named_by_its_weights_so_retrained_weights_restamp_the_index(tmp_path: Path) -> None:
+    first = model_name(str(_weights(tmp_path / "mine", b"a" * 3_000_000)))
+    assert first.startswith("mine@3000000-")
+    same_size = model_name(str(_weights(tmp_path / "mine", b"a" * 2_999_999 + b"b")))
+    assert same_size.startswith("mine@3000000-") and same_size != first
+    (tmp_path / "mine" / "training.json").write_text('{"name": "footnote-minilm-chatty"}')
+    assert model_name(str(tmp_path / "mine")).startswith("footnote-minilm-chatty@")
+
+
+def test_the_embed_model_setting_is_the_packaged_model_or_a_model_folder(tmp_path: Path) -> None:
+    from config.settings import Settings
+
+    assert model_folder("minilm") is None
+    (tmp_path / "config.json").write_text("{}")
+    assert Settings(embed_model=f" {tmp_path} ").embed_model == str(tmp_path)
+    with pytest.raises(ValueError, match="must be 'minilm' or a sentence-transformers model directory"):
+        Settings(embed_model=str(tmp_path / "missing"))
+
+
+def test_a_model_folder_with_checksums_is_checked_before_it_loads(tmp_path: Path) -> None:
+    """A damaged copy of trained weights is a clear error, never other vectors."""
+    import hashlib
+
+    folder = _weights(tmp_path / "mine", b"w" * 10_000)
+    digest = hashlib.sha256(b"w" * 10_000).hexdigest()
+    (folder / "SHA256SUMS").write_text(f"{digest}  model.safetensors\n")
+    assert model_folder(str(folder)) == str(folder)
+    with (folder / "model.safetensors").open("r+b") as f:
+        f.seek(4096)
+        f.write(b"\0\1\2\3")
+    with pytest.raises(ConfigError, match=r"is damaged: model\.safetensors fails its SHA256SUMS line"):
+        model_folder(str(folder))

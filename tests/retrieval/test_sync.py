@@ -182,3 +182,26 @@ def _indexed_rows(db: Path) -> int:
             return int(con.execute("SELECT COUNT(*) FROM documents WHERE state = 'indexed'").fetchone()[0])
     except sqlite3.Error:
         return 0
+
+
+def test_switching_the_embed_model_setting_restamps_and_rebuilds_every_document(
+    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
+) -> None:
+    """FOOTNOTE_EMBED_MODEL=DIR on an index built with the packaged model, through the builder:
+    every document is stale at once (none of its vectors is compared with the new model's),
+    then rebuilt. DIR is a copy of the packaged weights: another model as far as stamps go."""
+    from bot.builder import Builder
+    from config.settings import Settings
+    from retrieval.models.embed import default_model_path
+
+    _engine(embedder, tmp_path / "data", docs, ChunkerConfig()).sync()
+    mine = tmp_path / "my-minilm"
+    shutil.copytree(default_model_path(), mine)
+    settings = Settings(docs_dir=docs, data_dir=tmp_path / "data", embed_model=str(mine), embed_runtime="torch-fp32")
+    eng = Builder(settings).engine
+    assert eng.embedder.name.startswith("my-minilm@")
+    assert sorted(eng.mark_stale()) == sorted(eng.manifest.all())
+    assert eng.searcher().snapshot.chunks == []
+    eng.sync()
+    assert {r.stamps.embedding_model for r in eng.manifest.all().values()} == {eng.embedder.name}  # type: ignore[union-attr]
+    assert eng.searcher().search("How fast must a SEV1 page be acknowledged?", k=1).hits[0].chunk.path == "on-call.md"
