@@ -487,6 +487,9 @@ def eval_cmd(
     Wilson intervals, paired sign tests between strategies (the seed's A-F, BM25,
     hybrid, default), and, with --ood, the refusal sweep over the gate threshold,
     marking the threshold self-calibrated on DOCS (or FOOTNOTE_GATE_THRESHOLD).
+    When questions carry a "style" (e.g. "course" for a direct question, "ticket"
+    for a chatty message), every figure is also shown per style, and the gate of
+    each style is scored against unanswerable questions of that same style.
 
     Always indexes DOCS into a temporary directory: the live index is never
     touched, even when DOCS is the configured docs folder. Every text's vector is
