@@ -18,7 +18,6 @@ from bot.gate_status import calibration, gate_text
 from config.settings import Settings
 from retrieval.errors import ConfigError
 from retrieval.evaluation import (
-    DIRECT,
     CachingEmbedder,
     EvalReport,
     FoldResult,
@@ -80,6 +79,8 @@ def evaluate(
     indexing: bool = False,
 ) -> Evaluation:
     """Everything ``footnote eval`` measures on DOCS (``cv_seeds`` 0: no cross-validation)."""
+    # Read first: a bad file should not cost the whole run.
+    earlier: dict[str, Any] = json.loads(compare_to.read_text(encoding="utf-8")) if compare_to else {}
     with tempfile.TemporaryDirectory(prefix="footnote-eval-") as tmp:
         # A private index, whatever DOCS is: evaluating never syncs (or marks) the live one.
         # Its models are the live ones (the runtime choices made here, not measured again).
@@ -106,21 +107,13 @@ def evaluate(
             progress=progress,
             rewriter=b.rewriter(),
         )
-        answers = _answers(b, qs, oods, compare_to, progress) if with_answers else None
+        answers = _answers(b, qs, oods, compare_to, earlier, progress) if with_answers else None
         text = gate_text(b, compute=False)  # while the index exists
         folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors, cv_seeds, progress)
         vectors.save()
-    earlier = _earlier_ranks(compare_to)
-    paired = paired_ranks(report.as_json()["default"]["per_question"], earlier) if earlier else []
+    ranks = earlier.get("default", {}).get("per_question", [])  # [] from a run that predates them
+    paired = paired_ranks(report.strategies["default"].per_question(), ranks) if ranks else []
     return Evaluation(report, text, cal.as_json() if cal else None, answers, folds, paired)
-
-
-def _earlier_ranks(compare_to: Path | None) -> list[dict[str, Any]]:
-    """The default pipeline's ranks in an earlier ``--json`` output ([] when it predates them)."""
-    if compare_to is None:
-        return []
-    default = json.loads(compare_to.read_text(encoding="utf-8")).get("default", {})
-    return list(default.get("per_question", []))
 
 
 def _cross_validation(
@@ -158,18 +151,23 @@ def _cross_validation(
 
 
 def _answers(
-    b: Builder, qs: Sequence[Question], oods: Sequence[Question], compare_to: Path | None, progress: Progress
+    b: Builder,
+    qs: Sequence[Question],
+    oods: Sequence[Question],
+    compare_to: Path | None,
+    earlier: dict[str, Any],
+    progress: Progress,
 ) -> dict[str, Any]:
     """Every question through the real answer service; optionally paired against an earlier run."""
     before = None
-    if compare_to is not None:  # read first: a bad file should not cost the whole run
-        old = json.loads(compare_to.read_text(encoding="utf-8")).get("answers", {}).get("rows")
+    if compare_to is not None:  # checked before the answers: a file without them should not cost them
+        old = earlier.get("answers", {}).get("rows")
         if not old:
             raise ConfigError(f"{compare_to} has no answers: run the earlier eval with --answers --json")
         before = rows_from_json(old)
     rows = run_answers(b.answers, qs, oods, progress=progress)
     result: dict[str, Any] = {"model": b.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
-    styles = by_style(rows, DIRECT)
+    styles = by_style(rows)
     if styles:
         result["by_style"] = {style: summarise(sub) for style, sub in styles.items()}
     if before is not None:

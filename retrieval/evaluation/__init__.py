@@ -27,9 +27,9 @@ from retrieval.evaluation.cross_validation import (
     format_cv,
     halves_by_document,
 )
-from retrieval.evaluation.metrics import normalise, paired, sign_test, wilson
+from retrieval.evaluation.metrics import DIRECT, normalise, paired, sign_test, wilson
 from retrieval.evaluation.report import format_answers, format_eval, format_paired, write_plots
-from retrieval.evaluation.suite import DIRECT, EvalReport, Question, load_documents, paired_ranks, run_eval
+from retrieval.evaluation.suite import EvalReport, Question, load_documents, paired_ranks, run_eval
 from retrieval.evaluation.vectors import CachingEmbedder
 
 __all__ = [

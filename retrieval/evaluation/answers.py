@@ -19,7 +19,7 @@ from typing import Any
 
 from retrieval.answer import Answer, AnswerService, Outcome, content_words
 from retrieval.errors import FootnoteError
-from retrieval.evaluation.metrics import normalise, sign_test, wilson
+from retrieval.evaluation.metrics import normalise, sign_test, styles_of, wilson
 
 Progress = Callable[[str], None]
 
@@ -121,13 +121,12 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
     }
 
 
-def by_style(rows: Sequence[AnswerRow], direct: str) -> dict[str, list[AnswerRow]]:
-    """Rows per question style (a row without one is ``direct`` when others have one); {} when none has."""
-    if not any(r.style for r in rows):
-        return {}
+def by_style(rows: Sequence[AnswerRow]) -> dict[str, list[AnswerRow]]:
+    """Rows per question style (:func:`styles_of`); {} when no row has one."""
+    styles = styles_of([r.style for r in rows])
     out: dict[str, list[AnswerRow]] = {}
-    for r in rows:
-        out.setdefault(r.style or direct, []).append(r)
+    for style, r in zip(styles, rows, strict=True) if styles else ():
+        out.setdefault(style, []).append(r)
     return dict(sorted(out.items()))
 
 

@@ -17,6 +17,17 @@ from retrieval.types import Chunk, Hit
 Rank = int | None
 
 
+# A question file without styles is one style; in a file with styles, a line without one
+# is a direct question (the OOD files of ../shared/eval: ood.jsonl has none, its chatty
+# twins in ood-ticket.jsonl say "ticket").
+DIRECT = "course"
+
+
+def styles_of(styles: Sequence[str]) -> list[str]:
+    """Each item's style for the per-style figures ([] when no item has one)."""
+    return [s or DIRECT for s in styles] if any(styles) else []
+
+
 def normalise(text: str) -> str:
     return " ".join(text.split())
 

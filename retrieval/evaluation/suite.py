@@ -30,6 +30,7 @@ from retrieval.evaluation.metrics import (
     passage,
     recall_at,
     sign_test,
+    styles_of,
     wilson,
 )
 from retrieval.index import Snapshot, StoredIndex
@@ -48,10 +49,6 @@ from retrieval.search import (
 from retrieval.types import Document
 
 KS = (1, 4, 8, 20)
-# A question file without styles is one style; in a file with styles, a line without one
-# is a direct question (the OOD files of ../shared/eval: ood.jsonl has none, its chatty
-# twins in ood-ticket.jsonl say "ticket").
-DIRECT = "course"
 CONTEXT_K = 4
 # The seed's six strategies: three independent ingredients (boundaries, header, overlap).
 CHUNKING: dict[str, tuple[str, dict[str, Any]]] = {
@@ -347,10 +344,6 @@ def paired_ranks(now: Sequence[dict[str, Any]], before: Sequence[dict[str, Any]]
     return out
 
 
-def style_of(q: Question, styled: bool) -> str:
-    return (q.style or DIRECT) if styled else ""
-
-
 def style_gate(
     questions: Sequence[Question],
     ood: Sequence[Question],
@@ -362,13 +355,14 @@ def style_gate(
     """Per question style: the gate's AUC against unanswerable questions *of the same style*
     (so the length or tone of a message separates nothing), answerable refused and
     unanswerable let through at the configured threshold. Empty when no question has a style."""
-    styled = any(q.style for q in [*questions, *ood])
-    if not styled:
+    styles = styles_of([q.style for q in [*questions, *ood]])
+    if not styles:
         return {}
+    mine_styles, ood_styles = styles[: len(questions)], styles[len(questions) :]
     out: dict[str, dict[str, Any]] = {}
-    for style in sorted({style_of(q, styled) for q in questions}):
-        mine = [r for q, r in zip(questions, inside, strict=True) if style_of(q, styled) == style]
-        theirs = [r for q, r in zip(ood, outside, strict=True) if style_of(q, styled) == style]
+    for style in sorted(set(mine_styles)):
+        mine = [r for s, r in zip(mine_styles, inside, strict=True) if s == style]
+        theirs = [r for s, r in zip(ood_styles, outside, strict=True) if s == style]
         out[style] = {
             "n": len(mine),
             "n_ood": len(theirs),

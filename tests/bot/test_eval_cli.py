@@ -115,3 +115,22 @@ def test_eval_plots_without_matplotlib_say_how_to_install_it(tmp_path: Path, mon
     qs = _jsonl(tmp_path / "q.jsonl", QUESTIONS)
     res = CliRunner().invoke(main, ["eval", "--docs", str(EXAMPLES), "--questions", str(qs), "--plots", str(tmp_path)])
     assert res.exit_code == 1 and "pip install 'footnote[plots]'" in res.output
+
+
+def test_eval_pairs_its_ranks_with_an_earlier_run(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """--compare reads an earlier --json: every question paired by id and style, overall and per style."""
+    monkeypatch.setenv("FOOTNOTE_DATA_DIR", str(tmp_path / "live"))
+    qs = _jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    earlier = tmp_path / "earlier.json"
+    ranks = [{"id": q["id"], "style": q["style"], "rank": None} for q in QUESTIONS]  # it found nothing
+    earlier.write_text(json.dumps({"default": {"per_question": ranks}}), encoding="utf-8")
+    out = tmp_path / "now.json"
+    args = ["eval", "--docs", str(EXAMPLES), "--questions", str(qs), "--compare", str(earlier), "--json", str(out)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    found = {(q["id"], q["style"]) for q in data["default"]["per_question"] if q["rank"] is not None and q["rank"] <= 4}
+    paired = {(t["style"], t["k"]): (t["n"], t["wins"], t["losses"]) for t in data["paired_with_earlier_run"]}
+    assert paired[("all", 4)] == (3, len(found), 0)
+    assert paired[("ticket", 4)] == (1, len(found & {("q2", "ticket")}), 0)
+    assert "Paired against" in res.output

@@ -69,8 +69,8 @@ def test_rows_by_style_put_unstyled_rows_with_the_direct_style() -> None:
         score("o", "", "q", "", _answer("Bluff [1].", ["x"]), 1.0, True),  # ood.jsonl has no style
         score("o", "ticket", "hey q", "", _answer("", [], refused=True), 1.0, True),
     ]
-    styles = by_style(rows, "course")
+    styles = by_style(rows)
     assert {k: [r.id for r in v] for k, v in styles.items()} == {"course": ["a", "o"], "ticket": ["a", "o"]}
     assert summarise(styles["course"])["ood_answered"]["k"] == 1
     assert summarise(styles["ticket"])["answered"]["k"] == 0
-    assert by_style([score("a", "", "q", NEEDLE, _answer("x [1].", [NEEDLE]), 1.0, False)], "course") == {}
+    assert by_style([score("a", "", "q", NEEDLE, _answer("x [1].", [NEEDLE]), 1.0, False)]) == {}
