@@ -34,7 +34,9 @@ USER 10001
 WORKDIR /home/footnote
 VOLUME ["/data", "/docs"]
 EXPOSE 3000
-HEALTHCHECK --interval=30s --timeout=5s --start-period=180s --retries=3 \
+# Liveness: /healthz is 200 within seconds of start, also while the models load and the drive is
+# read (questions are taken then and answered once ready); 503 only when broken. /readyz is readiness.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:3000/healthz', timeout=4)"]
 ENTRYPOINT ["footnote"]
 CMD ["serve"]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -27,7 +28,7 @@ from bot.delivery import Delivery
 from bot.feedback import FeedbackStore
 from bot.gaps import GapRecord
 from bot.health import Health, index_health
-from bot.intake import Intake
+from bot.intake import Answers, Intake
 from bot.journal import Journal
 from bot.metrics import Metrics
 from bot.scheduler import SyncSchedule, make_trigger
@@ -36,6 +37,7 @@ from bot.serve import ModelLoad, ServeOptions, Service
 from bot.slack_app import SlackBot, StatusOf
 from bot.threads import BotIdentity, SlackThreads
 from bot.viewer import render_view
+from bot.warmup import FOLDER, Warmup
 from config.settings import Settings
 from retrieval.answer import ANSWER_PROBE, AnswerService, Linker, LinkSigner, Rewriter, load_secret
 from retrieval.errors import ConfigError, ModelError
@@ -50,6 +52,7 @@ from retrieval.models import (
     load_embedder,
     load_model,
     model_folder,
+    needs_measuring,
 )
 from retrieval.search import (
     DEFAULT_THRESHOLD,
@@ -79,7 +82,12 @@ class SlackOptions:
 
 
 def build_engine(
-    cfg: EngineConfig, embedder: Embedder, reranker: Reranker | None, storage: Storage, extract_timeout_s: float = 60.0
+    cfg: EngineConfig,
+    embedder: Embedder,
+    reranker: Reranker | None,
+    storage: Storage,
+    extract_timeout_s: float = 60.0,
+    runner: ExtractionRunner | None = None,
 ) -> Engine:
     """An engine on ``storage``: the product's wiring, also for tests on a real index."""
     return Engine(
@@ -89,12 +97,12 @@ def build_engine(
         store=storage.store,
         manifest=storage.manifest,
         lease=storage.lease,
-        runner=ExtractionRunner(extract_timeout_s),
+        runner=runner or ExtractionRunner(extract_timeout_s),
     )
 
 
 def build_slack_bot(
-    answers: AnswerService,
+    answers: Answers,
     bot_token: str,
     signing_secret: str,
     data_dir: Path,
@@ -106,9 +114,11 @@ def build_slack_bot(
     scopes: ChannelScopes | None = None,
     options: SlackOptions = SlackOptions(),
     gaps: GapRecord | None = None,
+    warmup: Warmup | None = None,
 ) -> SlackBot:
     """The Bolt app and everything its handlers hand work to: the Web API client, the
-    thread reader, the journal, the delivery, the intake and the first-delivery claims."""
+    thread reader, the journal, the delivery, the intake and the first-delivery claims.
+    ``answers`` may be built on first use (serve's warm-up builds it behind the listener)."""
     client = WebClient(token=bot_token, base_url=api_url or WebClient.BASE_URL)
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=3))
     me = BotIdentity(client)
@@ -117,22 +127,35 @@ def build_slack_bot(
     journal = Journal(data_dir)
     scopes = scopes or ChannelScopes({})
     delivery = Delivery(client, me, options.stream_interval_s, options.native_stream)
-    intake = Intake(answers, delivery, journal, threads, feedback, scopes, metrics, gaps=gaps)
+    intake = Intake(answers, delivery, journal, threads, feedback, scopes, metrics, gaps=gaps, warmup=warmup)
     app = App(signing_secret=signing_secret, client=client)
     return SlackBot(
         app, client, intake, journal, threads, feedback, scopes, FirstDelivery(first_delivery), status=status, gaps=gaps
     )
 
 
+class _OnFirstUse:
+    """An answer service built when the first question needs it (serve listens before that)."""
+
+    def __init__(self, build: Callable[[], AnswerService]) -> None:
+        self._build = build
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._build(), name)
+
+
 class Builder:
     """Builds each part from the settings when first asked, once per process.
 
     ``embedder`` replaces the configured one (the eval passes one that remembers its vectors).
+    ``measure_at_load=False`` (serve) loads a language model not yet measured on this machine
+    as shipped, at once; :meth:`measure_models` then times its forms and switches.
     """
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, *, measure_at_load: bool = True) -> None:
         limit_blas_threads()
         self.settings = settings
+        self.measure_at_load = measure_at_load
         self._rewrite_failure: ModelError | None = None  # a separate rewrite model that would not load
         if embedder is not None:
             self.__dict__["embedder"] = embedder  # what the cached property would have loaded
@@ -180,8 +203,11 @@ class Builder:
         return Calibrator(self.engine.searcher, self.engine.lease.generation, cache, self.calibration_config())
 
     def calibration(self) -> Calibration | None:
-        """The last finished calibration, or None when an explicit threshold turns it off."""
-        return None if self.settings.gate_threshold is not None else self.calibrator.latest()
+        """The last finished calibration, or None when an explicit threshold turns it off (or,
+        while serve warms up, before the engine is built: a status read never loads a model)."""
+        if self.settings.gate_threshold is not None or "engine" not in self.__dict__:
+            return None
+        return self.calibrator.latest()
 
     def calibrate_in_background(self) -> None:
         """After a sync: recalibrate the gate in a thread (no-op with an explicit threshold)."""
@@ -208,7 +234,12 @@ class Builder:
     def engine(self) -> Engine:
         s = self.settings
         reranker = load_reranker(s.reranker, s.weight_sentence, s.weight_section)
-        return build_engine(self.engine_config(), self.embedder, reranker, self.storage, s.extract_timeout_s)
+        return build_engine(self.engine_config(), self.embedder, reranker, self.storage, runner=self.extraction)
+
+    @cached_property
+    def extraction(self) -> ExtractionRunner:
+        """Runs the extractors (in a sandbox): the sync's and the viewer's, which needs no model."""
+        return ExtractionRunner(self.settings.extract_timeout_s)
 
     def _load_model(
         self,
@@ -217,6 +248,7 @@ class Builder:
         packaged: PackagedModel,
         n_ctx: int,
         prompt_lookup: str | None = None,
+        measure: bool = True,
     ) -> LanguageModel:
         s = self.settings
         return load_model(
@@ -234,12 +266,19 @@ class Builder:
             prompt_lookup="off" if prompt_lookup == "off" else s.llm_prompt_lookup,
             deadline_s=s.answer_deadline_s,
             memory_mb=s.memory_mb or None,
+            measure=measure,
         )
+
+    def _answer_model(self, measure: bool) -> LanguageModel:
+        s = self.settings
+        return self._load_model(s.llm_gguf, s.llm_url, s.llm, s.llm_context, measure=measure)
+
+    def _separate_rewrite_model(self, measure: bool) -> LanguageModel:
+        return self._load_model(None, None, self.settings.rewrite, 2048, prompt_lookup="off", measure=measure)  # type: ignore[arg-type]
 
     @cached_property
     def model(self) -> LanguageModel:
-        s = self.settings
-        return self._load_model(s.llm_gguf, s.llm_url, s.llm, s.llm_context)
+        return self._answer_model(self.measure_at_load)
 
     def rewrite_is_answer_model(self) -> bool:
         """Whether the rewriter is the answer model itself (nothing more to load)."""
@@ -254,10 +293,9 @@ class Builder:
         drafts: a rewrite is mostly new words, and drafting them from the prompt cost time (the
         1.5B on a 2-core AMD EPYC with AVX-512: 1.60 s p50 drafted, 0.95 s not); its weights take
         the form FOOTNOTE_LLM_WEIGHTS says (auto: measured without drafts)."""
-        rewrite = self.settings.rewrite
-        if self.rewrite_is_answer_model() or rewrite != "qwen-1.5b":
+        if self.rewrite_is_answer_model() or self.settings.rewrite != "qwen-1.5b":
             return self.model
-        return self._load_model(None, None, rewrite, 2048, prompt_lookup="off")
+        return self._separate_rewrite_model(self.measure_at_load)
 
     def _rewrite_model_once(self) -> LanguageModel:
         """The rewrite model; a separate one that failed to load is not tried again on every
@@ -329,7 +367,7 @@ class Builder:
 
     @cached_property
     def metrics(self) -> Metrics:
-        return Metrics(self.engine.manifest.totals)
+        return Metrics(self.storage.manifest.totals)
 
     @cached_property
     def schedule(self) -> SyncSchedule:
@@ -337,7 +375,8 @@ class Builder:
 
     def health(self, folders: Sequence[str] | None = None) -> Health:
         """The index's health (of the documents under ``folders``, for a scoped Slack channel)."""
-        return index_health(self.engine, self.schedule.next_run(), self.calibration(), folders)
+        last_sync = self.engine.last_sync if "engine" in self.__dict__ else None  # no model loads for a status read
+        return index_health(self.storage.manifest, last_sync, self.schedule.next_run(), self.calibration(), folders)
 
     def _claims(self) -> Callable[[str], bool] | None:
         """With a shared index, retries are recognised across replicas."""
@@ -351,7 +390,7 @@ class Builder:
         if s.slack_bot_token is None:
             raise ConfigError("SLACK_BOT_TOKEN is not set: create the app from config/slack_manifest.yaml first")
         return build_slack_bot(
-            self.answers,
+            _OnFirstUse(lambda: self.answers),  # serve listens before the engine and models are loaded
             s.slack_bot_token.get_secret_value(),
             s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else "",
             s.data_dir,
@@ -367,7 +406,13 @@ class Builder:
                 thread_context_chars=s.thread_context_chars,
             ),
             gaps=self.gaps(),
+            warmup=self.warmup,
         )
+
+    @cached_property
+    def warmup(self) -> Warmup:
+        """Where `footnote serve` is in its warm-up (recorded for `footnote status`)."""
+        return Warmup(self.settings.data_dir / FOLDER)
 
     def slack_client(self) -> WebClient:
         """A Web API client on the bot token, for the checks `footnote serve` makes at start."""
@@ -379,14 +424,29 @@ class Builder:
     def models_to_load(self) -> list[ModelLoad]:
         """The in-process models `footnote serve` loads before its first sync: the answer model,
         and a query-rewrite model beside it (FOOTNOTE_REWRITE), without which questions are
-        searched as asked."""
+        searched as asked. Each with how to measure it later (see :meth:`measure_model`)."""
         s = self.settings
         loads: list[ModelLoad] = []
         if not s.llm_url:
-            loads.append(("language model", lambda: self.model))
+            loads.append(ModelLoad("language model", lambda: self.model, lambda: self.measure_model("model")))
         if s.rewrite != "off" and not self.rewrite_is_answer_model():
-            loads.append(("query-rewrite model", lambda: self.rewrite_model))
+            loads.append(
+                ModelLoad(
+                    "query-rewrite model", lambda: self.rewrite_model, lambda: self.measure_model("rewrite_model")
+                )
+            )
         return loads
+
+    def measure_model(self, name: str) -> LanguageModel | None:
+        """Time the forms of a model loaded as shipped (``measure_at_load=False``) and switch
+        to the winner: the next question uses it (one being answered finishes on the old
+        one). None when there was nothing to measure."""
+        current = self.__dict__.get(name)
+        if current is None or not needs_measuring(current):
+            return None
+        better = self._answer_model(True) if name == "model" else self._separate_rewrite_model(True)
+        self.__dict__[name] = better  # what the cached property returns from now on
+        return better
 
     def serve_options(self, host: str, port: int | None, socket_mode: bool) -> ServeOptions:
         s = self.settings
@@ -397,8 +457,11 @@ class Builder:
 
     def view(self, path: str, query: dict[str, str]) -> tuple[int, str]:
         """The citation viewer's page (``GET /view/<path>``) for a document of the index's folder."""
-        extract = self.engine.indexer.runner.extract
+        extract = self.extraction.extract
         return render_view(self.docs_folder(), path, query, extract, self.settings.ocr, verify=self.links.verify)
+
+    def _prepare_to_answer(self) -> None:
+        self.answers  # noqa: B018  # builds the engine (the embedder, the reranker) and the answer service
 
     def service(self) -> Service:
         """Everything `footnote serve` runs."""
@@ -411,7 +474,7 @@ class Builder:
             )
 
         return Service(
-            engine=self.engine,
+            engine_of=lambda: self.engine,
             bot=self.slack_bot,
             metrics=self.metrics,
             schedule=self.schedule,
@@ -419,5 +482,7 @@ class Builder:
             model_reachable=self.model_reachable,
             calibrate=self.calibrate_in_background,
             view=self.view,
+            warmup=self.warmup,
+            prepare=self._prepare_to_answer,
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
         )

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from bot.builder import Builder
 from bot.gate_status import gate_json, gate_text
 from bot.scheduler import make_trigger
+from bot.warmup import State, serving_states
 from config.settings import Settings, load_settings, unknown_variables
 from retrieval.errors import ConfigError, FootnoteError
 from retrieval.index import DocRecord, totals
@@ -133,11 +134,12 @@ def _reindex_option(fn: F) -> F:
 
 
 def _claim_folder(rt: Builder, reindex: bool) -> None:
-    """An index belongs to one docs folder: another one is refused unless --reindex-from said so."""
-    if reindex:
-        rt.engine.adopt_folder()
-    else:
-        rt.engine.check_folder()
+    """An index belongs to one docs folder: another one is refused unless --reindex-from said so.
+    Reads and writes the manifest only: `serve` checks this before it listens, and loads no model."""
+    from retrieval.search import adopt_folder, check_folder
+
+    claim = adopt_folder if reindex else check_folder
+    claim(rt.storage.manifest, rt.settings.docs_dir)
 
 
 def _folder_settings(settings: Settings, docs_dir: Path | None, reindex_from: Path | None) -> Settings:
@@ -197,17 +199,24 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     Counts are read from the index, not from what the last sync said it did.
     Documents built with another embedding model, chunker or extractor version
     than the current settings are shown as stale (nothing is written: the next
-    sync marks and rebuilds them). Files the sync skips are listed with the reason.
+    sync marks and rebuilds them). Files the sync skips are listed with the reason,
+    and each `footnote serve` on this data dir with its phase (starting, loading,
+    syncing with counts, ready, model unavailable, failed).
     """
     from retrieval.models import measurements
 
     rt = Builder(settings)
+    servers = serving_states(settings.data_dir)
     if not rt.storage.manifest.all():  # read before any model loads: nothing is timed for an empty index
         message = f"The index at {settings.chroma_url or settings.data_dir} is empty. Run `footnote index` first."
         if as_json:
-            empty: dict[str, object] = {"documents": [], "totals": totals([]), "skipped": {}, "message": message}
+            empty: dict[str, object] = {
+                "documents": [], "totals": totals([]), "skipped": {}, "message": message,
+                "servers": _servers_json(servers),
+            }  # fmt: skip
             click.echo(json.dumps(empty, indent=2))
         else:
+            _print_servers(servers)
             click.echo(message)
         return
     engine = rt.engine
@@ -224,6 +233,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
             "flagged": [{"path": f.path, "start": f.start, "end": f.end, "text": f.text} for f in planted],
             "gate": gate_json(rt, calibrate, click.echo),
             "docs_folder": engine.manifest.docs_folder(),
+            "servers": _servers_json(servers),
             **measured,
         }
         click.echo(json.dumps(out, indent=2))
@@ -250,6 +260,21 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
         click.echo(f"Language model weights: {measured['llm_weights']}")
         click.echo(f"Prompt lookup: {measured['llm_prompt_lookup']}")
     click.echo(gate_text(rt, calibrate, click.echo))
+    _print_servers(servers)
+
+
+def _servers_json(servers: list[tuple[State, bool | None]]) -> list[dict[str, object]]:
+    return [{**st.as_json(), "pid": st.pid, "host": st.host, "running": alive} for st, alive in servers]
+
+
+def _print_servers(servers: list[tuple[State, bool | None]]) -> None:
+    """One line per `footnote serve` on this data dir: the phase it recorded (see bot.warmup)."""
+    for st, alive in servers:
+        where = f"Server {st.host} pid {st.pid}"
+        if alive is False:
+            click.echo(f"{where}: not running (it stopped without saying so; last phase: {st.phase})")
+        else:
+            click.echo(f"{where}: {st.describe()}")
 
 
 @main.command()
@@ -654,10 +679,14 @@ def model_path(settings: Settings) -> None:
 def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: str, reindex_from: Path | None) -> None:
     """Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP.
 
-    Needs SLACK_BOT_TOKEN, and SLACK_SIGNING_SECRET for HTTP mode. The index is
-    synced once at start; answers come from the last consistent index. A docs
-    folder other than the one the index was built from is refused (before anything
-    starts) unless given as --reindex-from.
+    Needs SLACK_BOT_TOKEN, and SLACK_SIGNING_SECRET for HTTP mode. It listens
+    (or connects, in Socket Mode) within seconds, then warms up behind it: loads the
+    models, syncs, and answers the questions that arrived meanwhile in their threads.
+    A restart on an existing index answers from it while the sync catches up; a new
+    index is read whole first. GET /healthz shows the phase (503 only when broken),
+    GET /readyz is 200 once questions are answered now. A docs folder other than the
+    one the index was built from is refused (before anything starts) unless given as
+    --reindex-from.
     """
     from bot import serve as serving
 
@@ -669,7 +698,7 @@ def serve(settings: Settings, http_port: int | None, socket_mode: bool, host: st
         raise click.ClickException("Socket Mode needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
     if not use_socket and settings.slack_signing_secret is None:
         raise click.ClickException("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's signatures")
-    b = Builder(settings)
+    b = Builder(settings, measure_at_load=False)  # the forms of the weights are timed behind the listener
     opts = b.serve_options(host, http_port, use_socket)
     listener = serving.preflight(opts, b.slack_client())  # a port in use or a refused token: one line, at once
     try:

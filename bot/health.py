@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from bot.scoping import in_folders
-from retrieval.index import FAILED, INDEXED, STALE, WRITING, totals
-from retrieval.search import Calibration, Engine
+from retrieval.index import FAILED, INDEXED, STALE, WRITING, Manifest, totals
+from retrieval.search import Calibration, LastSync
 
 
 @dataclass(frozen=True)
@@ -55,14 +55,15 @@ class Health:
 
 
 def index_health(
-    engine: Engine,
+    manifest: Manifest,
+    last: LastSync | None = None,
     next_sync: datetime | None = None,
     calibration: Calibration | None = None,
     folders: Sequence[str] | None = None,
 ) -> Health:
-    """The index's health, counting only the documents under ``folders`` (None: all of them)."""
-    recs = [r for r in engine.manifest.all().values() if in_folders(r.path, folders)]
-    last = engine.last_sync
+    """The index's health, counting only the documents under ``folders`` (None: all of them).
+    ``last``: this process's last sync (None before its first)."""
+    recs = [r for r in manifest.all().values() if in_folders(r.path, folders)]
     return Health(
         indexed=sum(r.state == INDEXED for r in recs),
         failed={r.path: r.reason or "unknown" for r in recs if r.state == FAILED},

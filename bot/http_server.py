@@ -1,7 +1,8 @@
 """Footnote's HTTP side: Bolt's Starlette adapter on uvicorn.
 
 ``POST /slack/events`` (HTTP mode only) goes to the Bolt app once its signature is
-checked; ``GET /healthz`` says whether the index is loaded (counts only);
+checked; ``GET /healthz`` says how the server is (the phase, counts only; 503 when broken)
+and ``GET /readyz`` whether it answers now;
 ``GET /view/<path>`` is the citation viewer; ``GET /metrics`` is for Prometheus.
 
 What a slow or hostile client can cost is bounded (:class:`Limits`):
@@ -198,10 +199,17 @@ def make_app(
     """The ASGI app: the routes above, those given."""
 
     async def healthz(request: Request) -> Response:
+        """Liveness: 200 while starting, syncing or ready; 503 only when broken."""
+        info = await run_in_threadpool(health)
+        broken = info.get("broken", not info.get("ok"))
+        return Response(json.dumps(info), 503 if broken else 200, media_type="application/json")
+
+    async def readyz(request: Request) -> Response:
+        """Readiness: 200 once questions are answered now."""
         info = await run_in_threadpool(health)
         return Response(json.dumps(info), 200 if info.get("ok") else 503, media_type="application/json")
 
-    routes = [Route("/healthz", healthz, methods=["GET"])]
+    routes = [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
     if metrics is not None:
         render = metrics
 

@@ -3,7 +3,9 @@
 A question is checked against its channel's scope, journaled, given a placeholder
 (with its place in the queue), and answered by the one worker (one model context
 answers one question at a time). Whatever the answer service raises becomes a visible
-error in the placeholder and the next question is answered. Every outcome, an error
+error in the placeholder and the next question is answered. While the server warms up
+(see :mod:`bot.warmup`) the placeholder says what it is doing, and the worker waits for it
+to be ready before it answers. Every outcome, an error
 included, goes to the gaps record (when there is one) before the answer is shown, so a
 click on its buttons finds it. The pending counter goes back down on every path, a
 failed placeholder post included (the answer is then a new reply). On shutdown the
@@ -17,8 +19,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Protocol
 
 from bot.delivery import RESTARTING, Delivery, queue_note
 from bot.feedback import FeedbackStore
@@ -28,7 +31,9 @@ from bot.metrics import Metrics
 from bot.question import Job, Question
 from bot.scoping import ChannelScopes
 from bot.threads import SlackThreads
-from retrieval.answer import Answer, AnswerService, Outcome
+from bot.warmup import Warmup
+from retrieval.answer import Answer, Outcome
+from retrieval.models import OnToken
 
 log = logging.getLogger("footnote.slack")
 
@@ -36,10 +41,22 @@ NOT_HERE = "Footnote is not enabled in this channel. Ask in another channel or i
 EMPTY = "Ask me a question about the docs."
 
 
+class Answers(Protocol):
+    """What the intake calls: the answer service (or one built on first use)."""
+
+    def answer(
+        self,
+        question: str,
+        context: Sequence[str] = (),
+        on_token: OnToken | None = None,
+        folders: Sequence[str] | None = None,
+    ) -> Answer: ...
+
+
 class Intake:
     def __init__(
         self,
-        answers: AnswerService,
+        answers: Answers,
         delivery: Delivery,
         journal: Journal,
         threads: SlackThreads,
@@ -48,6 +65,7 @@ class Intake:
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
         gaps: GapRecord | None = None,
+        warmup: Warmup | None = None,
     ) -> None:
         self.answers = answers
         self.delivery = delivery
@@ -58,7 +76,9 @@ class Intake:
         self.metrics = metrics
         self.clock = clock
         self.gaps = gaps  # None: FOOTNOTE_GAPS=off, nothing is recorded
+        self.warmup = warmup  # None: answering from the start
         self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._taken: set[int] = set()  # journal ids this process queued: recover() leaves them alone
         self._pending = 0
         self._changed = threading.Condition()
         self._closing = threading.Event()
@@ -90,8 +110,9 @@ class Intake:
         with self._changed:
             ahead = self._pending
             self._pending += 1
+            self._taken.add(job.id)
         try:
-            self._place(job, queue_note(ahead))
+            self._place(job, self._note_for(ahead))
         finally:
             self._jobs.put(job)  # even without a placeholder: the answer becomes a new reply
 
@@ -101,6 +122,9 @@ class Intake:
         queued = apologised = 0
         now = self.clock()
         for job in self.journal.unfinished():
+            with self._changed:
+                if job.id in self._taken:  # it came in after the server began listening: already queued
+                    continue
             if self._already_answered(job):
                 self._done(job)
             elif now - job.created_at > max_age_s:
@@ -110,11 +134,18 @@ class Intake:
             else:
                 with self._changed:
                     self._pending += 1
+                    self._taken.add(job.id)
                 self._jobs.put(job)
                 queued += 1
         if queued or apologised:
             log.info("journal: %d unfinished question(s) queued again, %d too old (apologised)", queued, apologised)
         return queued, apologised
+
+    def _note_for(self, ahead: int) -> str:
+        """The placeholder: what the warm-up is doing, else the place in the queue."""
+        if self.warmup is not None and not (state := self.warmup.state()).answering:
+            return state.note()
+        return queue_note(ahead)
 
     def _record(self, q: Question) -> Job:
         try:
@@ -152,7 +183,7 @@ class Intake:
             if job is None:
                 return
             try:
-                if not self._closing.is_set():  # when closing, it stays in the journal
+                if self._ready():  # when closing, it stays in the journal
                     self._answer(job)
             except Exception:
                 log.exception("answering failed outside the answer service")
@@ -160,6 +191,13 @@ class Intake:
                 with self._changed:
                     self._pending -= 1
                     self._changed.notify_all()
+
+    def _ready(self) -> bool:
+        """Wait for the warm-up; False when closing first (the question stays in the journal)."""
+        while self.warmup is not None and not self.warmup.wait_answering(0.5):
+            if self._closing.is_set():
+                return False
+        return not self._closing.is_set()
 
     def _answer(self, job: Job) -> None:
         q = job.question

@@ -1,18 +1,30 @@
-"""``footnote serve``: sync once, schedule re-syncs, answer what the journal still owes,
-then run the Slack app (HTTP or Socket Mode) until SIGTERM.
+"""``footnote serve``: listen at once, then warm up behind the listener (load the models,
+sync, schedule re-syncs, answer what the journal still owes) until SIGTERM.
 
-Every mode serves ``GET /healthz`` (index loaded, model reachable), ``GET /metrics``
-(Prometheus) and ``GET /view/<path>`` (citation viewer) over HTTP: on the ``--http``
-port, which also takes Slack's events, or on ``FOOTNOTE_HTTP_PORT`` in Socket Mode.
-SIGTERM stops taking new work, gives the answer being written ``FOOTNOTE_SHUTDOWN_GRACE_S``
-to finish, and exits; what is left is answered at the next start.
+The port (HTTP mode) or the Socket Mode connection is open within seconds of start, on
+any machine state: nothing slow runs before it. Questions that arrive while the server
+warms up are journaled, acked and told what is happening, and answered once it is ready
+(:mod:`bot.warmup`). A restart on an existing index answers from it as soon as the
+models are loaded, while the sync catches up behind it; a new index is read whole
+first, so the first answers come from the whole drive, not from whichever part of it
+happened to be read. A language model not yet measured on this machine answers as
+shipped, and its faster forms are timed afterwards, at low priority, and switched to.
+
+Every mode serves ``GET /healthz`` (the phase; 503 only when broken), ``GET /readyz``
+(200 once questions are answered now), ``GET /metrics`` (Prometheus) and
+``GET /view/<path>`` (citation viewer) over HTTP: on the ``--http`` port, which also takes
+Slack's events, or on ``FOOTNOTE_HTTP_PORT`` in Socket Mode. SIGTERM stops taking new
+work, gives the answer being written ``FOOTNOTE_SHUTDOWN_GRACE_S`` to finish, and exits;
+what is left is answered at the next start.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +40,9 @@ from bot.http_server import HttpServer, Limits, SlackEvents, View, bind, make_se
 from bot.metrics import Metrics
 from bot.scheduler import SyncSchedule
 from bot.slack_app import SlackBot
+from bot.warmup import Phase, Warmup
 from retrieval.errors import ConfigError, FootnoteError, SyncBusy
+from retrieval.index import INDEXED
 from retrieval.models import LanguageModel
 from retrieval.search import Engine
 
@@ -39,7 +53,7 @@ log = logging.getLogger("footnote")
 class Service:
     """Everything `footnote serve` runs, handed in by the builder."""
 
-    engine: Engine
+    engine_of: Callable[[], Engine]  # built by the warm-up (it loads the embedder), not before listening
     bot: SlackBot
     metrics: Metrics
     schedule: SyncSchedule
@@ -47,18 +61,32 @@ class Service:
     model_reachable: Callable[[], bool]
     calibrate: Callable[[], None]  # after a sync that changed the index (in the background)
     view: View
+    warmup: Warmup
+    prepare: Callable[[], None]  # builds the engine and the answer service (loads the embedder)
     signing_secret: str | None = None  # HTTP mode: Slack signs its requests with it
 
+    @property
+    def engine(self) -> Engine:
+        return self.engine_of()
+
     def health_json(self) -> dict[str, object]:
-        h = self.health().as_json()
+        """``/healthz`` and ``/readyz``: the phase, the index's counts, whether the model answers.
+        ``ok``: answering now; ``broken``: something a person must fix (503 on /healthz)."""
+        state = self.warmup.state()
+        h = {**self.health().as_json(), **state.as_json()}
         h["model_reachable"] = self.model_reachable()
-        h["ok"] = bool(h["ok"]) and bool(h["model_reachable"])
+        h["ok"] = state.phase is Phase.READY and bool(h["ok"]) and bool(h["model_reachable"])
+        h["broken"] = state.phase in (Phase.MODEL_UNAVAILABLE, Phase.FAILED) or (state.answering and not h["ok"])
         return h
 
-    def sync(self) -> None:
+    def has_index(self) -> bool:
+        """Documents to answer from, built by the current models (a half-migrated index is not)."""
+        return any(r.state == INDEXED for r in self.engine.records().values())
+
+    def sync(self, on_progress: Callable[[int, int], None] | None = None) -> None:
         t0 = time.perf_counter()
         try:
-            report = self.engine.sync()
+            report = self.engine.sync(on_progress=on_progress)
         except SyncBusy as exc:  # another replica (or `footnote index`) is on it; its result is picked up
             log.info("sync skipped: %s", exc)
             return
@@ -94,11 +122,13 @@ class SocketConnection(Protocol):
     def close(self) -> None: ...
 
 
-def run_http(server: HttpServer, stop: threading.Event) -> None:
-    """Slack's events, /healthz, /metrics and /view on one port, until ``stop``."""
+def run_http(server: HttpServer, stop: threading.Event, started: Callable[[HttpServer], None] | None = None) -> None:
+    """Slack's events, /healthz, /readyz, /metrics and /view on one port, until ``stop``."""
     server.start()
-    log.info("listening on %s:%d (/slack/events, /healthz, /metrics, /view/)", server.host, server.port)
+    log.info("listening on %s:%d (/slack/events, /healthz, /readyz, /metrics, /view/)", server.host, server.port)
     try:
+        if started is not None:
+            started(server)
         _wait(stop)
     finally:
         server.stop()  # Slack's next delivery goes elsewhere (or is retried) instead of being acked here
@@ -177,22 +207,82 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-ModelLoad = tuple[str, Callable[[], LanguageModel]]  # (what it is, load it)
+@dataclass(frozen=True)
+class ModelLoad:
+    what: str  # "language model", "query-rewrite model"
+    load: Callable[[], LanguageModel]  # as fast as possible: measured here before, else as shipped
+    measure: Callable[[], LanguageModel | None] | None = None  # time its forms, switch; None: nothing to time
 
 
-def load_models(loads: Sequence[ModelLoad]) -> None:
-    """Load the in-process models before anything else runs: on a new machine that includes
-    timing their weights' forms (~40 s, once), which must neither compete with the first sync
-    for the cores nor keep the first question waiting. A model that cannot load is logged;
-    every answer then says so visibly, and refusals and search still work."""
-    for what, load in loads:
+def load_models(loads: Sequence[ModelLoad]) -> dict[str, str]:
+    """Load the in-process models (as measured here before, else as shipped: nothing is timed
+    here). A model that cannot load is logged and returned (what -> why); every answer then
+    says so visibly, and refusals and search still work."""
+    failed: dict[str, str] = {}
+    for m in loads:
         t = time.perf_counter()
         try:
-            model = load()
+            model = m.load()
         except FootnoteError as exc:
-            log.error("the %s could not be loaded: %s", what, exc)
+            log.error("the %s could not be loaded: %s", m.what, exc)
+            failed[m.what] = str(exc)
             continue
-        log.info("%s %s loaded in %.1fs", what, model.name, time.perf_counter() - t)
+        log.info("%s %s loaded in %.1fs", m.what, model.name, time.perf_counter() - t)
+    return failed
+
+
+def measure_models(loads: Sequence[ModelLoad]) -> None:
+    """Time the forms of models loaded as shipped and switch to the winners."""
+    for m in loads:
+        if m.measure is None:
+            continue
+        try:
+            better = m.measure()
+        except FootnoteError as exc:  # the shipped form keeps answering
+            log.warning("timing the %s's forms failed (%s); it keeps running as shipped", m.what, exc)
+            continue
+        if better is not None:
+            log.info("%s switched to its measured form: %s", m.what, getattr(better, "weights", None))
+
+
+def warm_up(svc: Service, loads: Sequence[ModelLoad], opts: ServeOptions, stop: threading.Event) -> None:
+    """Everything slow, behind the listener: the embedder and engine, the models, the first
+    sync (or, with an index, answering from it at once and syncing behind it), the schedule,
+    the journal's unfinished questions, then the models' forms. A failure stops the server
+    (its error is the warm-up's, raised by :func:`run`)."""
+    w = svc.warmup
+    try:
+        svc.bot.intake.recover(opts.journal_max_age_s)  # queued now, answered once ready
+        w.loading("the search index and embedding model")
+        svc.prepare()
+        w.loading("the language model")
+        failed = load_models(loads)
+        model_error = failed.get("language model")
+        if svc.has_index():
+            svc.engine.searcher()
+            w.ready(model_error)
+            svc.sync()
+        else:
+            w.syncing()
+            svc.sync(on_progress=w.syncing)
+            svc.engine.searcher()
+            w.ready(model_error)
+        svc.schedule.start(svc.sync)
+        log.info("next sync: %s", svc.schedule.next_run() or "none scheduled (FOOTNOTE_SYNC_MINUTES=0)")
+    except Exception as exc:  # the server stops; run() raises it as the one-line error it is
+        log.error("warm-up failed: %s", exc)
+        w.failed(exc)
+        stop.set()
+        return
+    threading.Thread(target=_measure_at_low_priority, args=(loads,), name="footnote-measure", daemon=True).start()
+
+
+def _measure_at_low_priority(loads: Sequence[ModelLoad]) -> None:
+    """:func:`measure_models` at nice 10: answers keep the cores first (the timings' child
+    processes inherit this thread's priority)."""
+    if sys.platform == "linux":  # per thread on Linux; elsewhere it would slow the whole process
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    measure_models(loads)
 
 
 @dataclass(frozen=True)
@@ -207,8 +297,8 @@ class ServeOptions:
 def run(
     service: Callable[[], Service], loads: Sequence[ModelLoad], opts: ServeOptions, listener: socket.socket
 ) -> None:
-    """Build the service, load the models, sync, then serve on ``listener`` (from :func:`preflight`)
-    until SIGTERM (or SIGINT)."""
+    """Serve on ``listener`` (from :func:`preflight`) at once, warm up behind it (:func:`warm_up`),
+    until SIGTERM (or SIGINT). A warm-up that failed is raised once the server has stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per scheduled run is noise
     logging.getLogger("uvicorn.error").setLevel(logging.WARNING)  # its start and stop lines repeat ours
@@ -216,22 +306,24 @@ def run(
     _stop_on_signals(stop)
     try:
         svc = service()
-        load_models(loads)
-        svc.sync()
-        svc.engine.searcher()
         server = svc.http_server(listener, events=opts.app_token is None)
     except BaseException:
         listener.close()
         raise
-    svc.schedule.start(svc.sync)
-    log.info("next sync: %s", svc.schedule.next_run() or "none scheduled (FOOTNOTE_SYNC_MINUTES=0)")
-    svc.bot.intake.recover(opts.journal_max_age_s)
+    warming = threading.Thread(target=warm_up, args=(svc, loads, opts, stop), name="footnote-warmup", daemon=True)
+
+    def started(_: HttpServer) -> None:
+        warming.start()
+
     try:
         if opts.app_token is not None:
-            run_socket(svc, server, opts.app_token, stop)
+            run_socket(svc, server, opts.app_token, stop, started=started)
         else:
-            run_http(server, stop)
+            run_http(server, stop, started=started)
     finally:
         svc.schedule.shutdown()
         finished = svc.bot.intake.close(opts.shutdown_grace_s)
+        svc.warmup.close()
         log.info("stopped%s", "" if finished else "; the unfinished answer is in the journal for the next start")
+    if svc.warmup.error is not None:
+        raise svc.warmup.error

@@ -25,7 +25,7 @@ from retrieval.ingest.extract import Extractor, extractor_for
 from retrieval.ingest.markup import plain
 from retrieval.ingest.planted import Flagged, flagged, is_planted, without_planted
 from retrieval.ingest.sandbox import ExtractionRunner
-from retrieval.ingest.sync import PIPELINE_VERSION, Indexer, SourceFile, SyncReport, walk
+from retrieval.ingest.sync import PIPELINE_VERSION, Indexer, Progress, SourceFile, SyncReport, walk
 
 __all__ = [
     "LINE_LOCATORS",
@@ -35,6 +35,7 @@ __all__ = [
     "Extractor",
     "Flagged",
     "Indexer",
+    "Progress",
     "SourceFile",
     "SyncReport",
     "TokenCounter",

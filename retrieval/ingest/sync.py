@@ -57,6 +57,31 @@ class SyncReport:
     seconds: float = 0.0
 
 
+Progress = Callable[[int, int], None]  # (documents done, documents to do)
+
+
+class _Counted:
+    """The sync's progress: a bar for people, and counts for whoever asked (the server's /healthz)."""
+
+    def __init__(self, bar: tqdm[Any], on_progress: Progress | None) -> None:
+        self.bar, self.on_progress, self.done = bar, on_progress, 0
+        self._tell()
+
+    def update(self, n: int = 1, last: str | None = None) -> None:
+        if last is not None:
+            self.bar.set_postfix_str(last, refresh=False)
+        self.bar.update(n)
+        self.done += n
+        self._tell()
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def _tell(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.done, int(self.bar.total or 0))
+
+
 @dataclass(frozen=True)
 class _Prepared:
     """A document extracted and chunked, waiting for its batch to be embedded."""
@@ -210,8 +235,13 @@ class Indexer:
                 out[src.rel] = "unsupported file type"
         return out
 
-    def sync(self, *, progress: bool = False, only: Collection[str] | None = None) -> SyncReport:
-        """Bring the store and manifest in line with the folder (or, with ``only``, those paths)."""
+    def sync(
+        self, *, progress: bool = False, only: Collection[str] | None = None, on_progress: Progress | None = None
+    ) -> SyncReport:
+        """Bring the store and manifest in line with the folder (or, with ``only``, those paths).
+
+        ``on_progress(done, total)`` is told how many of the documents to (re)index are done:
+        at (0, total) once the folder is read, then after each one."""
         if not self.docs_dir.is_dir():
             raise StoreError(f"docs folder not found: {self.docs_dir}")
         t0 = self.clock()
@@ -247,7 +277,9 @@ class Indexer:
         # A gone file whose exact bytes reappear under a new path was renamed: its
         # vectors move with it instead of being computed again.
         moved_from = {known[p].content_hash: p for p in gone if known[p].state in (INDEXED, STALE)}
-        bar = tqdm(total=len(todo), desc="Indexing", unit="doc", disable=not progress or not todo)
+        bar = _Counted(
+            tqdm(total=len(todo), desc="Indexing", unit="doc", disable=not progress or not todo), on_progress
+        )
         batch: list[_Prepared] = []
         for src, ex, data, digest in todo:
             old = moved_from.get(digest)
@@ -325,7 +357,7 @@ class Indexer:
         batch: list[_Prepared],
         known: dict[str, DocRecord],
         report: SyncReport,
-        bar: tqdm[Any],
+        bar: _Counted,
     ) -> None:
         """Embed what the batch needs (reusing stored vectors), then store its documents together."""
         if not batch:
@@ -354,8 +386,7 @@ class Indexer:
             fresh -= {c.text for c in b.chunks}  # a text shared by two documents counts once
             report.chunks_embedded += n_fresh
             report.chunks_reused += len(b.chunks) - n_fresh
-        bar.set_postfix_str(batch[-1].rel[-40:], refresh=False)
-        bar.update(len(batch))
+        bar.update(len(batch), batch[-1].rel[-40:])
 
     def _embed(self, cache: dict[str, np.ndarray], texts: list[str]) -> np.ndarray:
         """Vectors for ``texts``, embedding only those the cache does not hold (and adding them to it)."""

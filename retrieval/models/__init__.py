@@ -35,7 +35,7 @@ from retrieval.models.llm import (
     OnToken,
     OpenAICompatibleModel,
 )
-from retrieval.models.loader import load_model
+from retrieval.models.loader import load_model, needs_measuring
 from retrieval.models.lookup import LookupChoice, LookupReport, describe_cached_lookup
 from retrieval.models.weights import Clock, ProbeCheck, WeightsChoice, WeightsReport, describe_cached_weights
 
@@ -100,6 +100,7 @@ __all__ = [
     "load_onnx_cross_encoder",
     "measurements",
     "model_folder",
+    "needs_measuring",
     "packaged_gguf",
     "seed_models",
 ]

@@ -25,8 +25,18 @@ from retrieval.models.llm import (
     gguf_file_type,
     llama_has_bf16,
 )
-from retrieval.models.lookup import LookupChoice, choose_lookup, lookup_trial
-from retrieval.models.weights import ProbeCheck, WeightsChoice, choice_key, choose_weights, widened_forms
+from retrieval.models.lookup import LookupChoice, LookupReport, cached_lookup, choose_lookup, lookup_trial
+from retrieval.models.weights import (
+    ProbeCheck,
+    WeightsChoice,
+    WeightsReport,
+    cached_weights,
+    choice_key,
+    choose_weights,
+    widened_forms,
+)
+
+NOT_MEASURED = "as shipped until measured"  # WeightsReport.how of a model loaded with measure=False
 
 
 def load_model(
@@ -45,13 +55,18 @@ def load_model(
     timeout_s: float | None = None,
     deadline_s: float = 30.0,
     memory_mb: float | None = None,
+    measure: bool = True,
 ) -> LanguageModel:
     """The configured model: a server URL wins, then a GGUF path, then a packaged model.
 
     ``check`` times the forms of an in-process model's weights and whether drafting pays
     (unless ``weights`` and ``prompt_lookup`` force them), each in a child process: a form
     that crashes llama.cpp on this CPU is never loaded here. ``memory_mb`` bounds this
-    process: the form taken fits in what it leaves beside what is loaded already."""
+    process: the form taken fits in what it leaves beside what is loaded already.
+
+    ``measure=False`` never times anything: what was measured here before, else the weights
+    as shipped without drafting (:func:`needs_measuring` then says so), so a server can
+    answer at once and time the forms behind it."""
     if url:
         return OpenAICompatibleModel(url, timeout_s=timeout_s or deadline_s, deadline_s=deadline_s)
     if gguf is None:
@@ -66,25 +81,43 @@ def load_model(
         f"threads={threads or os.cpu_count()} batch={n_batch} fa={flash_attn} "
         f"drafts={'off' if prompt_lookup == 'off' else 'on'}"
     )
-    report = choose_weights(
-        gguf,
-        weights,
-        file_type=lambda: gguf_file_type(gguf),
-        load=load,
-        convert=convert_gguf,
-        version=version,
-        check=check,
-        tuning=tuning,
-        forms=widened_forms(backend_bf16=llama_has_bf16()),
-        isolate_s=trial_s,
-        allowance_mb=None if memory_mb is None else memory_mb - rss_mb(),
-    )
+    forms = widened_forms(backend_bf16=llama_has_bf16())
+    allowance_mb = None if memory_mb is None else memory_mb - rss_mb()
+    if not measure and weights == "auto":
+        report = cached_weights(
+            gguf, convert_gguf, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb
+        ) or WeightsReport("as-shipped", gguf, NOT_MEASURED)
+    else:
+        report = choose_weights(
+            gguf,
+            weights,
+            file_type=lambda: gguf_file_type(gguf),
+            load=load,
+            convert=convert_gguf,
+            version=version,
+            check=check,
+            tuning=tuning,
+            forms=forms,
+            isolate_s=trial_s,
+            allowance_mb=allowance_mb,
+        )
     model = load(report.path)
     model.weights = report
     key = choice_key(report.path, version, tuning)
+    if not measure and prompt_lookup == "auto":
+        model.lookup = cached_lookup(report.path, key) or LookupReport(False, NOT_MEASURED)
+        model.prompt_lookup = model.lookup.on
+        return model
     in_own_process = functools.partial(in_child, lookup_trial, load, report.path, check, timeout_s=trial_s)
     model.lookup = choose_lookup(model, report.path, prompt_lookup, key, check, measure=in_own_process)
     return model
+
+
+def needs_measuring(model: LanguageModel) -> bool:
+    """Whether ``model`` was loaded with ``measure=False`` on something not yet measured here."""
+    weights: WeightsReport | None = getattr(model, "weights", None)
+    lookup: LookupReport | None = getattr(model, "lookup", None)
+    return any(r is not None and r.how == NOT_MEASURED for r in (weights, lookup))
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,11 @@ def choose_lookup(
     return report
 
 
+def cached_lookup(weights_file: Path, key: str) -> LookupReport | None:
+    """What an earlier measurement found for this file and key; None when there is none (reads only)."""
+    return _cached(KeyedJson(cache_path(weights_file)), key)
+
+
 def _cached(cache: KeyedJson, key: str) -> LookupReport | None:
     data = cache.load(key)
     with contextlib.suppress(TypeError):

@@ -182,16 +182,10 @@ def choose_weights(
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
         forms = tuple(forms) if forms is not None else widened_forms()
-        # The forms are part of the key: a measurement that never timed one is not the answer;
-        # "mem": one that never measured memory neither.
-        cache, key = KeyedJson(cache_path(src)), f"{choice_key(src, version, tuning)}|forms={','.join(forms)}|mem"
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            data = cache.load(key)
-            if data is not None and data["chosen"] in ("as-shipped", *forms):
-                kept = tuple(WeightsTrial(**t) for t in data["trials"])
-                # Chosen again from the trials: the memory left may differ from the last start's.
-                chosen = pick(kept, allowance_mb) if kept else data["chosen"]
-                return _available(src, chosen, convert, "cached measurement", kept)
+        kept = cached_weights(src, convert, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb)
+        if kept is not None:
+            return kept
+        cache, key = KeyedJson(cache_path(src)), _cache_key(src, version, tuning, forms)
         if not widenable(file_type()):
             trials: list[WeightsTrial] = []
             chosen, how = "as-shipped", "already 8-bit or wider"
@@ -206,6 +200,33 @@ def choose_weights(
         report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials))
         log.info("language model weights: %s", report.describe())
         return report
+
+
+def _cache_key(src: Path, version: str, tuning: str, forms: Sequence[Weights]) -> str:
+    # The forms are part of the key: a measurement that never timed one is not the answer;
+    # "mem": one that never measured memory neither.
+    return f"{choice_key(src, version, tuning)}|forms={','.join(forms)}|mem"
+
+
+def cached_weights(
+    src: Path,
+    convert: Convert,
+    *,
+    version: str,
+    tuning: str,
+    forms: Sequence[Weights],
+    allowance_mb: float | None = None,
+) -> WeightsReport | None:
+    """The form an earlier measurement chose for this file, CPU, llama.cpp and settings; None
+    when there is none (reads, never measures)."""
+    data = KeyedJson(cache_path(src)).load(_cache_key(src, version, tuning, forms))
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        if data is not None and data["chosen"] in ("as-shipped", *forms):
+            kept = tuple(WeightsTrial(**t) for t in data["trials"])
+            # Chosen again from the trials: the memory left may differ from the last start's.
+            chosen = pick(kept, allowance_mb) if kept else data["chosen"]
+            return _available(src, chosen, convert, "cached measurement", kept)
+    return None
 
 
 def _forced(src: Path, choice: str, file_type: Callable[[], int | None], convert: Convert) -> WeightsReport:

@@ -20,7 +20,7 @@ from retrieval.search.calibration import (
     format_calibration,
     round_thresholds,
 )
-from retrieval.search.engine import Engine, EngineConfig, FolderMismatch, LastSync
+from retrieval.search.engine import Engine, EngineConfig, FolderMismatch, LastSync, adopt_folder, check_folder
 from retrieval.search.gate import DEFAULT_THRESHOLD, GateConfig, GateDecision, decide, gate_signal
 from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
 from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker
@@ -53,6 +53,8 @@ __all__ = [
     "Searcher",
     "SentenceReranker",
     "SweepPoint",
+    "adopt_folder",
+    "check_folder",
     "decide",
     "facts_of",
     "format_calibration",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from retrieval.errors import StoreError, SyncBusy
 from retrieval.index import INDEXED, STALE, DocRecord, Lease, Manifest, Snapshot, VectorStore
-from retrieval.ingest import ChunkerConfig, ExtractionRunner, Flagged, Indexer, SyncReport, flagged
+from retrieval.ingest import ChunkerConfig, ExtractionRunner, Flagged, Indexer, Progress, SyncReport, flagged
 from retrieval.models import Embedder
 from retrieval.search.rerank import Reranker
 from retrieval.search.searcher import SearchConfig, Searcher
@@ -56,6 +56,31 @@ class LastSync:
     seconds: float
     report: SyncReport | None
     error: str | None = None
+
+
+def check_folder(manifest: Manifest, docs_dir: Path) -> None:
+    """Refuse a docs folder other than the one the index was built from.
+
+    Syncing another folder would delete every document of the first one: after
+    ``footnote index /mnt/drive``, a ``footnote serve`` that forgot
+    FOOTNOTE_DOCS_DIR must not silently replace the index with the examples.
+    Reads the manifest only (no model loads).
+    """
+    recorded = manifest.docs_folder()
+    here = docs_dir.resolve()
+    if recorded is not None and Path(recorded) != here:
+        raise FolderMismatch(
+            f"this index was built from {recorded}, not {here}; syncing would replace all of it. "
+            f"Set FOOTNOTE_DOCS_DIR={recorded} (or pass that folder), or rebuild the index from the new "
+            f"folder with --reindex-from {here}"
+        )
+
+
+def adopt_folder(manifest: Manifest, docs_dir: Path) -> None:
+    """Make ``docs_dir`` the index's own folder (``--reindex-from``): the next sync rebuilds from it."""
+    if not docs_dir.is_dir():
+        raise StoreError(f"docs folder not found: {docs_dir}")
+    manifest.set_docs_folder(str(docs_dir.resolve()))
 
 
 class Engine:
@@ -98,30 +123,18 @@ class Engine:
         return self.cfg.docs_dir.resolve()
 
     def check_folder(self) -> None:
-        """Refuse a docs folder other than the one this index was built from.
-
-        Syncing another folder would delete every document of the first one: after
-        ``footnote index /mnt/drive``, a ``footnote serve`` that forgot
-        FOOTNOTE_DOCS_DIR must not silently replace the index with the examples.
-        """
-        recorded = self.manifest.docs_folder()
-        here = self.docs_folder()
-        if recorded is not None and Path(recorded) != here:
-            raise FolderMismatch(
-                f"this index was built from {recorded}, not {here}; syncing would replace all of it. "
-                f"Set FOOTNOTE_DOCS_DIR={recorded} (or pass that folder), or rebuild the index from the new "
-                f"folder with --reindex-from {here}"
-            )
+        """Refuse a docs folder other than the one this index was built from (:func:`check_folder`)."""
+        check_folder(self.manifest, self.cfg.docs_dir)
 
     def adopt_folder(self) -> None:
         """Make this engine's docs folder the index's own (``--reindex-from``): the next sync rebuilds from it."""
-        if not self.cfg.docs_dir.is_dir():
-            raise StoreError(f"docs folder not found: {self.cfg.docs_dir}")
-        self.manifest.set_docs_folder(str(self.docs_folder()))
+        adopt_folder(self.manifest, self.cfg.docs_dir)
 
     # Syncing.
 
-    def sync(self, *, progress: bool = False, only: Collection[str] | None = None) -> SyncReport:
+    def sync(
+        self, *, progress: bool = False, only: Collection[str] | None = None, on_progress: Progress | None = None
+    ) -> SyncReport:
         """Bring the index up to date with the folder; questions meanwhile see the last snapshot.
 
         While the store changes underneath, the current searcher answers from its own
@@ -137,7 +150,7 @@ class Engine:
             try:
                 if self.manifest.docs_folder() is None and self.cfg.docs_dir.is_dir():
                     self.manifest.set_docs_folder(str(self.docs_folder()))
-                report = self.indexer.sync(progress=progress, only=only)
+                report = self.indexer.sync(progress=progress, only=only, on_progress=on_progress)
                 if report.indexed or report.removed or report.failed or report.renamed:
                     self.lease.bump()
             except Exception as exc:

@@ -27,10 +27,13 @@ def test_health_counts_states_reasons_and_the_last_sync(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES, docs)
     (docs / "empty.md").write_bytes(b"")
     eng = memory_engine(docs)
-    assert index_health(eng).last_sync_at is None and not index_health(eng).ok
+    assert (
+        index_health(eng.manifest, eng.last_sync).last_sync_at is None
+        and not index_health(eng.manifest, eng.last_sync).ok
+    )
     eng.sync()
     nxt = datetime(2026, 12, 1, 9, 15, tzinfo=UTC)
-    h = index_health(eng, nxt)
+    h = index_health(eng.manifest, eng.last_sync, nxt)
     assert h.ok and h.indexed == 3 and set(h.failed) == {"empty.md"} and "empty" in h.failed["empty.md"]
     assert h.chunks == eng.manifest.totals()["chunks"] > 0
     assert h.last_sync_seconds is not None and h.next_sync == nxt
@@ -39,7 +42,7 @@ def test_health_counts_states_reasons_and_the_last_sync(tmp_path: Path) -> None:
     shutil.rmtree(docs)
     with pytest.raises(StoreError):
         eng.sync()
-    h = index_health(eng)
+    h = index_health(eng.manifest, eng.last_sync)
     assert not h.ok and "docs folder not found" in (h.last_sync_error or "") and h.indexed == 3  # the index stays
 
 
@@ -55,15 +58,15 @@ def _two_folders(tmp_path: Path) -> Path:
 def test_healthz_json_is_counts_only_and_a_scope_counts_only_its_documents(tmp_path: Path) -> None:
     eng = memory_engine(_two_folders(tmp_path))
     eng.sync()
-    h = index_health(eng)
+    h = index_health(eng.manifest, eng.last_sync)
     reason = h.failed["hr/layoffs-plan-2026.md"]
     body = json.dumps(h.as_json())
     assert "layoffs" not in body and reason not in body  # no path, no reason
     assert h.as_json()["failed"] == 1 and h.as_json()["indexed"] == 2 and h.as_json()["last_sync_failed"] is False
-    eng_only = index_health(eng, folders=["engineering"])
+    eng_only = index_health(eng.manifest, eng.last_sync, folders=["engineering"])
     assert eng_only.indexed == 1 and eng_only.failed == {} and eng_only.scope == ("engineering",)
     assert 0 < eng_only.chunks < h.chunks
-    hr = index_health(eng, folders=["hr/"])
+    hr = index_health(eng.manifest, eng.last_sync, folders=["hr/"])
     assert hr.indexed == 1 and set(hr.failed) == {"hr/layoffs-plan-2026.md"}
 
 

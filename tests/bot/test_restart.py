@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -190,3 +191,43 @@ def test_a_question_survives_kill_9_and_sigterm_and_is_answered_once(world: Any)
     assert len(_placeholders(slack, "900.1")) == 1 and len(_placeholders(slack, "901.1")) == 1
     assert len(_finals_in(slack, stuck["_ts"])) == 1 and len(_finals_in(slack, waiting["_ts"])) == 1
     assert len(slack.finals()) == 2
+
+
+def _journaled_placeholder(data_dir: Path, ts: str) -> bool:
+    from bot.journal import Journal
+
+    j = Journal(data_dir)
+    try:
+        return any(job.placeholder_ts == ts for job in j.unfinished())
+    finally:
+        j.close()
+
+
+def _phase(s: Serve) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{s.port}/healthz", timeout=10) as resp:
+        return str(json.loads(resp.read())["phase"])
+
+
+@pytest.mark.slow
+def test_a_question_asked_during_warm_up_survives_kill_9_and_is_answered_after_the_next_start(
+    world: Any, tmp_path: Path
+) -> None:
+    slack, model, serve = world
+    data_dir = tmp_path / "data"  # the world's FOOTNOTE_DATA_DIR
+    first = serve()  # returns once the port answers: on a new data dir, long before the models are loaded
+    assert _phase(first) != "ready"
+    assert first.event(slack, "EvWARM", "910.1") == 200  # acked while warming up
+    assert slack.wait_for(lambda s: bool(_placeholders(s, "910.1")), 30)
+    (waiting,) = _placeholders(slack, "910.1")
+    assert "Starting up" in waiting["text"] or "Reading the drive" in waiting["text"]  # it says why it waits
+    # Killed once the journal knows its placeholder (killed before that, the answer is a new reply).
+    assert slack.wait_for(lambda _: _journaled_placeholder(data_dir, waiting["_ts"]), 30)
+    first.kill(signal.SIGKILL)  # mid warm-up (the held model cannot have answered it anyway)
+    assert slack.finals() == []
+
+    model.released.set()
+    second = serve()  # the journal has it: answered into the same placeholder, once
+    assert slack.wait_for(lambda s: bool(_finals_in(s, waiting["_ts"])), 180)
+    second.kill(signal.SIGTERM)
+    assert "[1]" in json.dumps(_finals_in(slack, waiting["_ts"])[0]["blocks"])
+    assert len(_placeholders(slack, "910.1")) == 1 and len(slack.finals()) == 1

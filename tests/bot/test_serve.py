@@ -39,6 +39,7 @@ def service(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Builder, Servi
     b = Builder(settings, embedder)  # the session's embedder: no per-test runtime measurement
     svc = b.service()
     svc.sync()
+    svc.warmup.ready()  # what serve's warm-up does once synced
     with svc.http_server(("127.0.0.1", 0)) as server:
         yield b, svc, server.url, slack
     slack.close()
@@ -126,6 +127,7 @@ def test_socket_mode_also_serves_health_metrics_and_the_viewer(tmp_path: Path, e
     b = Builder(settings, embedder)
     svc = b.service()
     svc.sync()
+    svc.warmup.ready()
     stop, ready = threading.Event(), threading.Event()
     servers: list[HttpServer] = []
 

@@ -82,7 +82,7 @@ class Harness:
             SECRET,
             data,
             api_url=self.slack.url,
-            status=lambda folders: index_health(engine, folders=folders),
+            status=lambda folders: index_health(engine.manifest, engine.last_sync, folders=folders),
             **bot_kw,
         )
         self.server = make_server(("127.0.0.1", 0), lambda: {"ok": True}, slack=SlackEvents(self.bot.app, SECRET))

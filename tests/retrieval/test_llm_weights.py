@@ -20,6 +20,7 @@ from retrieval.models.weights import (
     WeightsReport,
     WeightsTrial,
     cache_path,
+    cached_weights,
     choose_weights,
     converted_path,
     describe_cached_weights,
@@ -106,6 +107,16 @@ def test_the_measurement_is_cached_per_file_and_cpu_and_reused_without_loading(t
     cache["key"] = cache["key"].replace("0.3.36", "0.4.0")  # another llama.cpp measures again
     cache_path(again.src).write_text(json.dumps(cache))
     assert Forms(tmp_path, AVX2_LIKE).choose().how == "measured"
+
+
+def test_serve_reads_an_earlier_measurement_without_timing_and_finds_none_on_a_new_machine(tmp_path: Path) -> None:
+    forms = Forms(tmp_path, AVX2_LIKE)
+    kw = {"version": "0.3.36", "tuning": "", "forms": ("q8_0", "f16")}
+    assert cached_weights(forms.src, forms.convert, **kw) is None  # type: ignore[arg-type]  # nothing measured yet
+    assert forms.loaded == [] and forms.converted == []  # and nothing was timed to find out
+    forms.choose()
+    report = cached_weights(forms.src, forms.convert, **kw)  # type: ignore[arg-type]
+    assert report is not None and report.chosen == "f16" and report.how == "cached measurement"
 
 
 def test_a_replaced_model_file_gets_new_conversions_and_the_stale_ones_go(tmp_path: Path) -> None:
