@@ -246,7 +246,22 @@ def main() -> None:
         "valid_groups": sorted({p.group for p in valid}),
     }
     (args.out / "stats.json").write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
+    write_judge_rows(args.out / "judge", train, valid)
     print(json.dumps(stats, indent=1))
+
+
+def write_judge_rows(out: Path, train: list[Pair], valid: list[Pair]) -> None:
+    """The same pairs for a cross-encoder (``train_reranker.py --data``): a message with the
+    passage that answers it (label 1) and with its hard negative (label 0), both styles."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("train", train), ("valid", valid)):
+        with (out / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
+            for p in rows:
+                for text, label in ((p.passage, 1), (p.negative, 0)):
+                    if not text:  # no hard negative found in its group
+                        continue
+                    row = {"question": p.query, "text": text, "label": label, "kind": p.style, "source": p.source}
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ class Trainer:
             [r["question"] for r in rows],
             [r["text"] for r in rows],
             truncation="only_second",
-            max_length=MAX_LENGTH,
+            max_length=self.args.max_length,
             padding=True,
             return_tensors="pt",
         )
@@ -272,7 +272,7 @@ def write_folder(trainer: Trainer, out: Path, meta: dict[str, Any]) -> None:
     for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
         if (trainer.base / name).is_file():
             shutil.copyfile(trainer.base / name, out / name)
-    meta["max_length"] = MAX_LENGTH
+    meta["max_length"] = trainer.args.max_length
     (out / "footnote-reranker.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     files = sorted(p for p in out.iterdir() if p.is_file() and p.name != "SHA256SUMS")
     (out / "SHA256SUMS").write_text("".join(f"{sha256(p)}  {p.name}\n" for p in files), encoding="utf-8")
@@ -295,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         help="bfloat16 autocast for training steps [default: on where the CPU has native bf16]",
     )
     ap.add_argument("--limit", type=int, default=None, help="train on a sample of this many examples (smoke runs)")
+    ap.add_argument(
+        "--max-length", type=int, default=MAX_LENGTH, help="word pieces of question + text (chatty messages: 256)"
+    )
     args = ap.parse_args(argv)
 
     train = read_examples(args.data / "train.jsonl", args.limit)
