@@ -69,6 +69,8 @@ def _one_start(env: dict[str, str], fake: FakeSlack, question: str, ts: str, log
         ack = time.monotonic() - sent
         sign = _wait(lambda s: any(p.get("thread_ts") == ts for p in s.of("chat.postMessage")), fake, 60)
         final = _wait(lambda s: any(_in(s, f, ts) for f in s.finals()), fake, 900)
+        finals = [f for f in fake.finals() if _in(fake, f, ts)]
+        click.echo(f"  answer: {'cited' if finals and '[1]' in json.dumps(finals[-1].get('blocks')) else 'not cited'}")
         return {
             "listen_s": listen,
             "ack_s": ack if status == 200 else None,
@@ -82,8 +84,10 @@ def _one_start(env: dict[str, str], fake: FakeSlack, question: str, ts: str, log
 
 
 def _in(fake: FakeSlack, final: dict[str, object], thread: str) -> bool:
-    """Whether a final message belongs to ``thread`` (an update of its placeholder, or a reply in it)."""
-    placeholders = {p.get("_ts") for p in fake.of("chat.postMessage") if p.get("thread_ts") == thread}
+    """Whether a final message belongs to ``thread``: an update of its placeholder or of the
+    streamed message that replaced it, or a reply in it."""
+    posted = fake.of("chat.postMessage") + fake.of("chat.startStream")
+    placeholders = {p.get("_ts") for p in posted if p.get("thread_ts") == thread}
     return final.get("ts") in placeholders or final.get("thread_ts") == thread
 
 

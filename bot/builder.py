@@ -249,6 +249,7 @@ class Builder:
         n_ctx: int,
         prompt_lookup: str | None = None,
         measure: bool = True,
+        replacing: str | None = None,
     ) -> LanguageModel:
         s = self.settings
         return load_model(
@@ -267,14 +268,16 @@ class Builder:
             deadline_s=s.answer_deadline_s,
             memory_mb=s.memory_mb or None,
             measure=measure,
+            replacing=replacing,
         )
 
-    def _answer_model(self, measure: bool) -> LanguageModel:
+    def _answer_model(self, measure: bool, replacing: str | None = None) -> LanguageModel:
         s = self.settings
-        return self._load_model(s.llm_gguf, s.llm_url, s.llm, s.llm_context, measure=measure)
+        return self._load_model(s.llm_gguf, s.llm_url, s.llm, s.llm_context, measure=measure, replacing=replacing)
 
-    def _separate_rewrite_model(self, measure: bool) -> LanguageModel:
-        return self._load_model(None, None, self.settings.rewrite, 2048, prompt_lookup="off", measure=measure)  # type: ignore[arg-type]
+    def _separate_rewrite_model(self, measure: bool, replacing: str | None = None) -> LanguageModel:
+        rewrite = self.settings.rewrite
+        return self._load_model(None, None, rewrite, 2048, prompt_lookup="off", measure=measure, replacing=replacing)  # type: ignore[arg-type]
 
     @cached_property
     def model(self) -> LanguageModel:
@@ -444,7 +447,9 @@ class Builder:
         current = self.__dict__.get(name)
         if current is None or not needs_measuring(current):
             return None
-        better = self._answer_model(True) if name == "model" else self._separate_rewrite_model(True)
+        loaded = getattr(getattr(current, "weights", None), "chosen", None)  # its memory is the new one's to take
+        build = self._answer_model if name == "model" else self._separate_rewrite_model
+        better = build(True, loaded)
         self.__dict__[name] = better  # what the cached property returns from now on
         return better
 

@@ -56,6 +56,7 @@ def load_model(
     deadline_s: float = 30.0,
     memory_mb: float | None = None,
     measure: bool = True,
+    replacing: str | None = None,
 ) -> LanguageModel:
     """The configured model: a server URL wins, then a GGUF path, then a packaged model.
 
@@ -66,7 +67,8 @@ def load_model(
 
     ``measure=False`` never times anything: what was measured here before, else the weights
     as shipped without drafting (:func:`needs_measuring` then says so), so a server can
-    answer at once and time the forms behind it."""
+    answer at once and time the forms behind it; the model measured then replaces the form
+    ``replacing`` loaded now, whose memory it may take."""
     if url:
         return OpenAICompatibleModel(url, timeout_s=timeout_s or deadline_s, deadline_s=deadline_s)
     if gguf is None:
@@ -100,6 +102,7 @@ def load_model(
             forms=forms,
             isolate_s=trial_s,
             allowance_mb=allowance_mb,
+            replacing=replacing,
         )
     model = load(report.path)
     model.weights = report

@@ -129,12 +129,14 @@ def cache_path(src: Path) -> Path:
     return src.with_name(src.stem + CACHE_SUFFIX)
 
 
-def pick(trials: Sequence[WeightsTrial], allowance_mb: float | None = None) -> str:
+def pick(trials: Sequence[WeightsTrial], allowance_mb: float | None = None, replacing: str | None = None) -> str:
     """The earliest first token among the forms that answer like the shipped weights, fit
     in ``allowance_mb`` (the smallest when none does), and whose whole answer is within
-    ``ANSWER_SLACK`` of the fastest of those."""
+    ``ANSWER_SLACK`` of the fastest of those. ``replacing``: the form loaded in this process
+    now, which the pick replaces: its memory is part of the allowance."""
     ok = [t for t in trials if t.same_answers and not t.crashed]
     if allowance_mb is not None:
+        allowance_mb += next((t.memory_mb for t in trials if t.weights == replacing), 0.0)
         fits = [t for t in ok if t.memory_mb <= allowance_mb]
         if not fits:
             smallest = min(ok, key=lambda t: t.memory_mb)
@@ -169,6 +171,7 @@ def choose_weights(
     forms: Sequence[Weights] | None = None,
     isolate_s: float | None = None,
     allowance_mb: float | None = None,
+    replacing: str | None = None,
 ) -> WeightsReport:
     """The setting when it forces a form; else the cached measurement; else measure.
 
@@ -177,12 +180,15 @@ def choose_weights(
     ``isolate_s`` each form is converted and timed in a child process of its own, given at
     most that many seconds (``load``, ``convert`` and ``check`` must then pickle): a form
     that crashes it is recorded and never taken. ``allowance_mb``: the memory the model may
-    add to this process (see :func:`pick`). Never fails for want of a conversion."""
+    add to this process (see :func:`pick`), beside the form ``replacing`` it replaces. Never
+    fails for want of a conversion."""
     with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
             return _forced(src, choice, file_type, convert)
         forms = tuple(forms) if forms is not None else widened_forms()
-        kept = cached_weights(src, convert, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb)
+        kept = cached_weights(
+            src, convert, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb, replacing=replacing
+        )
         if kept is not None:
             return kept
         cache, key = KeyedJson(cache_path(src)), _cache_key(src, version, tuning, forms)
@@ -193,7 +199,7 @@ def choose_weights(
             names = ", ".join(f.upper() for f in forms)
             log.info("timing %s as shipped and as %s on this CPU (once, ~40 s)", src.name, names)
             trials = measure(src, load, convert, clock, forms, check, isolate_s=isolate_s)
-            chosen, how = pick(trials, allowance_mb), "measured"
+            chosen, how = pick(trials, allowance_mb, replacing), "measured"
         _drop_conversions(src, keep=converted_path(src, chosen))
         if how != "measured" or len(trials) == 1 + len(forms):  # a form that failed is tried again next time
             cache.save(key, {"chosen": chosen, "trials": [asdict(t) for t in trials]})
@@ -216,6 +222,7 @@ def cached_weights(
     tuning: str,
     forms: Sequence[Weights],
     allowance_mb: float | None = None,
+    replacing: str | None = None,
 ) -> WeightsReport | None:
     """The form an earlier measurement chose for this file, CPU, llama.cpp and settings; None
     when there is none (reads, never measures)."""
@@ -224,7 +231,7 @@ def cached_weights(
         if data is not None and data["chosen"] in ("as-shipped", *forms):
             kept = tuple(WeightsTrial(**t) for t in data["trials"])
             # Chosen again from the trials: the memory left may differ from the last start's.
-            chosen = pick(kept, allowance_mb) if kept else data["chosen"]
+            chosen = pick(kept, allowance_mb, replacing) if kept else data["chosen"]
             return _available(src, chosen, convert, "cached measurement", kept)
     return None
 

@@ -170,7 +170,7 @@ def test_models_loaded_as_shipped_are_timed_afterwards_and_switched(
     b.__dict__["model"] = shipped
     monkeypatch.setattr(loader, "needs_measuring", lambda m: m is shipped)
     monkeypatch.setattr("bot.builder.needs_measuring", loader.needs_measuring)
-    monkeypatch.setattr(b, "_answer_model", lambda measure: measured if measure else shipped)
+    monkeypatch.setattr(b, "_answer_model", lambda measure, replacing=None: measured if measure else shipped)
     measure_models(b.models_to_load())
     assert b.model is measured  # the next question uses the measured form
     assert b.measure_model("model") is None  # nothing left to time

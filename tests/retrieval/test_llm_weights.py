@@ -182,6 +182,8 @@ def test_the_fastest_form_that_fits_the_memory_left_is_taken() -> None:
     assert pick(trials) == "bf16" and pick(trials, allowance_mb=2000) == "bf16"
     assert pick(trials, allowance_mb=900) == "q8_0"
     assert pick(trials, allowance_mb=100) == "as-shipped"  # nothing fits: the smallest, with a warning
+    # Serving measures beside the shipped form it already runs, which the pick replaces: its 560 MB count.
+    assert pick(trials, allowance_mb=450, replacing="as-shipped") == "f16"
     assert "1060 MB" in WeightsReport("bf16", Path("m.gguf"), "measured", tuple(trials)).describe()
 
 
