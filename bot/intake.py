@@ -78,7 +78,9 @@ class Intake:
         self.gaps = gaps  # None: FOOTNOTE_GAPS=off, nothing is recorded
         self.warmup = warmup  # None: answering from the start
         self._jobs: queue.Queue[Job | None] = queue.Queue()
-        self._taken: set[int] = set()  # journal ids this process queued: recover() leaves them alone
+        # recover() answers what earlier processes left: questions journaled since this one began
+        # (the server listens before it recovers) are queued by submit() already.
+        self._started = clock()
         self._pending = 0
         self._changed = threading.Condition()
         self._closing = threading.Event()
@@ -110,7 +112,6 @@ class Intake:
         with self._changed:
             ahead = self._pending
             self._pending += 1
-            self._taken.add(job.id)
         try:
             self._place(job, self._note_for(ahead))
         finally:
@@ -122,9 +123,8 @@ class Intake:
         queued = apologised = 0
         now = self.clock()
         for job in self.journal.unfinished():
-            with self._changed:
-                if job.id in self._taken:  # it came in after the server began listening: already queued
-                    continue
+            if job.created_at >= self._started:
+                continue
             if self._already_answered(job):
                 self._done(job)
             elif now - job.created_at > max_age_s:
@@ -134,7 +134,6 @@ class Intake:
             else:
                 with self._changed:
                     self._pending += 1
-                    self._taken.add(job.id)
                 self._jobs.put(job)
                 queued += 1
         if queued or apologised:
