@@ -267,6 +267,8 @@ def warm_up(svc: Service, loads: Sequence[ModelLoad], opts: ServeOptions, stop: 
             svc.sync(on_progress=w.syncing)
             svc.engine.searcher()
             w.ready(model_error)
+        if stop.is_set():  # stopped meanwhile: nothing more to start
+            return
         svc.schedule.start(svc.sync)
         log.info("next sync: %s", svc.schedule.next_run() or "none scheduled (FOOTNOTE_SYNC_MINUTES=0)")
     except Exception as exc:  # the server stops; run() raises it as the one-line error it is

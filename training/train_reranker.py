@@ -122,7 +122,7 @@ class Trainer:
         return self.tok(
             [r["question"] for r in rows],
             [r["text"] for r in rows],
-            truncation="only_second",
+            truncation="longest_first",  # a chatty message can be longer than max_length on its own
             max_length=self.args.max_length,
             padding=True,
             return_tensors="pt",

@@ -699,7 +699,8 @@ class OnnxCrossEncoder:
         self.max_length = int(meta.get("max_length", 256))
         self.batch = batch
         self._tok = Tokenizer.from_file(str(tok))
-        self._tok.enable_truncation(self.max_length, strategy="only_second")
+        # longest_first: a Slack message longer than max_length on its own is cut too, not an error.
+        self._tok.enable_truncation(self.max_length, strategy="longest_first")
         self._tok.no_padding()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or os.cpu_count() or 1
