@@ -43,6 +43,7 @@ from bot.slack_app import SlackBot
 from bot.warmup import Phase, Warmup
 from retrieval.errors import ConfigError, FootnoteError, SyncBusy
 from retrieval.index import INDEXED
+from retrieval.ingest import Progress
 from retrieval.models import LanguageModel
 from retrieval.search import Engine
 
@@ -83,7 +84,7 @@ class Service:
         """Documents to answer from, built by the current models (a half-migrated index is not)."""
         return any(r.state == INDEXED for r in self.engine.records().values())
 
-    def sync(self, on_progress: Callable[[int, int], None] | None = None) -> None:
+    def sync(self, on_progress: Progress | None = None) -> None:
         t0 = time.perf_counter()
         try:
             report = self.engine.sync(on_progress=on_progress)
