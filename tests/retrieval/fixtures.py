@@ -42,18 +42,26 @@ def image_only_pdf() -> bytes:
     return bytes(pdf.output())
 
 
-def xlsx_bytes() -> bytes:
+CONTACTS_SHEETS: dict[str, list[list[str]]] = {
+    "Contacts": [["Team", "Email"], ["Payments", "payments@lumen.example"]],
+    "Escalation": [
+        ["Severity", "Who to call", "Within"],
+        ["SEV3", "Team lead", "next working day"],
+        ["SEV1", "Head of platform Birgitte Holm", "15 minutes"],
+    ],
+}
+
+
+def xlsx_bytes(sheets: dict[str, list[list[str]]] | None = None) -> bytes:
+    """A workbook with these sheets (name -> rows), in order; by default a contacts sheet and an escalation table."""
     import openpyxl
 
     wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "Contacts"
-    ws.append(["Team", "Email"])
-    ws.append(["Payments", "payments@lumen.example"])
-    esc = wb.create_sheet("Escalation")
-    esc.append(["Severity", "Who to call", "Within"])
-    esc.append(["SEV3", "Team lead", "next working day"])
-    esc.append(["SEV1", "Head of platform Birgitte Holm", "15 minutes"])
+    wb.remove(wb.active)
+    for name, rows in (sheets or CONTACTS_SHEETS).items():
+        ws = wb.create_sheet(name)
+        for row in rows:
+            ws.append(row)
     buf = io.BytesIO()
     wb.save(buf)
     return buf.getvalue()

@@ -15,7 +15,7 @@ from bot.gate_status import calibration
 from config.settings import Settings
 from retrieval.models import Embedder
 from retrieval.search import decide
-from tests.retrieval.fixtures import pdf_bytes
+from tests.retrieval.fixtures import pdf_bytes, xlsx_bytes
 
 CAPTIONS = """WEBVTT
 
@@ -45,20 +45,6 @@ def _expenses_docx() -> bytes:
     return buf.getvalue()
 
 
-def _on_call_xlsx() -> bytes:
-    import openpyxl
-
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "Rotation"
-    ws.append(["Week", "Primary", "Secondary"])
-    ws.append(["49", "Maja", "Tobias"])
-    ws.append(["50", "Tobias", "Ingrid"])
-    buf = io.BytesIO()
-    wb.save(buf)
-    return buf.getvalue()
-
-
 def _drive(root: Path) -> Path:
     docs = root / "drive"
     docs.mkdir()
@@ -67,7 +53,11 @@ def _drive(root: Path) -> Path:
         "Flights under six hours are booked in economy class. Hotels may cost up to 1,400 DKK a night."
     )
     (docs / "travel-policy.pdf").write_bytes(pdf_bytes([travel]))
-    (docs / "on-call.xlsx").write_bytes(_on_call_xlsx())
+    (docs / "on-call.xlsx").write_bytes(
+        xlsx_bytes(
+            {"Rotation": [["Week", "Primary", "Secondary"], ["49", "Maja", "Tobias"], ["50", "Tobias", "Ingrid"]]}
+        )
+    )
     (docs / "all-hands.vtt").write_text(CAPTIONS, encoding="utf-8")
     (docs / "expenses.docx").write_bytes(_expenses_docx())
     (docs / "cafeteria.txt").write_text(
