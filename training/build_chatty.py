@@ -9,6 +9,10 @@ Three sources, each named with its commit in ``chatty_sources.json``:
   about a chunk long, that holds the answer (direct style).
 * **FAQ, how-to and definition positives** of ``data/train.jsonl`` (public domain / CC0,
   built by ``build_data.py``): direct style.
+* **Chatty twins** of those positives' questions, written by the packaged 1.5B
+  (``generate_twins.py``, frozen in ``data/chatty_twins.jsonl``): chatty style, with the
+  passage of the question they rewrite. Twins that keep 90% or more of the question's
+  content words are left out (they are the direct question again).
 
 Every pair whose message or passage shares an 8-word shingle with an evaluation document is
 dropped (``overlap_check.py``). Pairs are split into train and valid by source group (a Stack
@@ -47,6 +51,8 @@ MESSAGE_CHARS = 500  # a Slack message rarely runs longer (the eval's chatty mes
 PASSAGE_CHARS = 600  # about one of Footnote's chunks (512 characters) plus its header
 MIN_ANSWER_SCORE = 2
 VALID_SHARE = 0.08
+TWIN_MAX_COPIED = 0.9
+SOURCES = ("stackexchange", "squad", "faq", "twins")
 
 
 @dataclass
@@ -188,6 +194,18 @@ def faq_pairs(train_jsonl: Path) -> Iterator[Pair]:
             yield Pair(row["question"], row["text"], "course", row["source"], row["source"].split("#")[0])
 
 
+def twin_pairs(twins_jsonl: Path) -> Iterator[Pair]:
+    if not twins_jsonl.is_file():
+        return
+    for line in twins_jsonl.open(encoding="utf-8"):
+        row = json.loads(line)
+        group = row["source"].split("#")[0]
+        if row["copied_question"] < TWIN_MAX_COPIED:
+            yield Pair(row["twin"], row["text"], "ticket", row["source"], group)
+        if row["kind"] == "generated":  # its direct question is not among faq_pairs' kinds: both styles of each need
+            yield Pair(row["question"], row["text"], "course", row["source"], group)
+
+
 def split(pairs: list[Pair], seed: int) -> tuple[list[Pair], list[Pair]]:
     """Valid takes whole groups, smallest first by a seeded hash, until VALID_SHARE of the pairs."""
     sizes = Counter(p.group for p in pairs)
@@ -208,25 +226,42 @@ def split(pairs: list[Pair], seed: int) -> tuple[list[Pair], list[Pair]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mirrors", type=Path, required=True, help="bare clones as OWNER+NAME/repo")
+    ap.add_argument("--mirrors", type=Path, help="bare clones as OWNER+NAME/repo (needed for stackexchange and squad)")
     ap.add_argument("--eval-root", type=Path, default=HERE.parent.parent / "shared" / "eval")
     ap.add_argument("--out", type=Path, default=HERE / "data" / "chatty")
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument(
+        "--only",
+        default=",".join(SOURCES),
+        help=f"comma-separated sources to use, of {', '.join(SOURCES)} (default: all)",
+    )
     args = ap.parse_args()
+    use = set(args.only.split(","))
+    if use - set(SOURCES):
+        ap.error(f"unknown source(s) {', '.join(sorted(use - set(SOURCES)))}; choose from {', '.join(SOURCES)}")
+    if use & {"stackexchange", "squad"} and args.mirrors is None:
+        ap.error("--mirrors is needed for the stackexchange and squad sources (or pass --only faq,twins)")
     sources = json.loads((HERE / "chatty_sources.json").read_text(encoding="utf-8"))
     pairs: list[Pair] = []
     counts: dict[str, Counter[str]] = {}
-    for src in sources["stackexchange"]:
-        got = list(stackexchange_pairs(src, git_show(args.mirrors, src["repo"], src["commit"], src["path"])))
-        counts[f"{src['repo']} ({src['site']})"] = Counter(p.style for p in got)
-        pairs += got
-    for src in sources["squad"]:
-        got = list(squad_pairs(src, git_show(args.mirrors, src["repo"], src["commit"], src["path"])))
-        counts[f"{src['repo']} ({src['site']})"] = Counter(p.style for p in got)
-        pairs += got
-    got = list(faq_pairs(HERE / "data" / "train.jsonl"))
-    counts["data/train.jsonl (FAQ, how-to, definition positives)"] = Counter(p.style for p in got)
-    pairs += got
+    for kind, reader in (("stackexchange", stackexchange_pairs), ("squad", squad_pairs)):
+        for src in sources[kind] if kind in use else []:
+            got = list(reader(src, git_show(args.mirrors, src["repo"], src["commit"], src["path"])))
+            counts[f"{src['repo']} ({src['site']})"] = Counter(p.style for p in got)
+            pairs += got
+    local = (
+        ("faq", "data/train.jsonl (FAQ, how-to, definition positives)", faq_pairs(HERE / "data" / "train.jsonl")),
+        (
+            "twins",
+            "data/chatty_twins.jsonl (the 1.5B's chatty twins)",
+            twin_pairs(HERE / "data" / "chatty_twins.jsonl"),
+        ),
+    )
+    for kind, name, it in local:
+        if kind in use:
+            got = list(it)
+            counts[name] = Counter(p.style for p in got)
+            pairs += got
     evals = EvalShingles(args.eval_root)
     kept = [p for p in pairs if not any(evals.index.get(s) for s in shingles(p.query) | shingles(p.passage))]
     dropped = len(pairs) - len(kept)
