@@ -25,6 +25,7 @@ import math
 import os
 import random
 import shutil
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -195,6 +196,7 @@ def main() -> None:
     minutes = (time.monotonic() - start) / 60
     after = retrieval_figures(model, valid)
     print("valid after:", json.dumps(after), flush=True)
+    sys.path.insert(0, str(HERE.parent))  # the checkout's own package, installed or not
     from retrieval.models.cpu import cpu_info  # the same CPU description the benchmarks print
 
     figures = {
