@@ -1,6 +1,6 @@
 """Build the embedder's (message, passage) training pairs in both question styles (issue 32).
 
-Three sources, each named with its commit in ``chatty_sources.json``:
+Four sources (the first two named with their commits in ``chatty_sources.json``):
 
 * **Stack Exchange posts** (CC BY-SA). A question's *body* is a chatty message written by a
   person (context first, the asker's own words), its *title* the direct question; the
