@@ -214,12 +214,17 @@ def read_cache(path: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+def doc_parser(doc: str) -> argparse.ArgumentParser:
+    """A parser whose --help is the script's docstring: its first paragraph, then the rest."""
+    return argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
+        epilog=doc.split("\n\n", 1)[1],
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = doc_parser(__doc__)
     ap.add_argument(
         "--sources", type=Path, default=HERE / "sources.json", help="sources manifest (default: training/sources.json)"
     )

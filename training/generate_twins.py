@@ -33,7 +33,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate_questions import read_cache  # noqa: E402
+from generate_questions import doc_parser, read_cache  # noqa: E402
 from textclean import words  # noqa: E402
 
 MODEL_ID = "qwen2.5-coder-1.5b-instruct"
@@ -186,11 +186,7 @@ def generate(rows: list[dict[str, str]], args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
+    ap = doc_parser(__doc__)
     ap.add_argument(
         "--train", type=Path, default=HERE / "data" / "train.jsonl", help="built examples (default data/train.jsonl)"
     )
