@@ -165,7 +165,16 @@ Arm = dict[str, Any]
 def measure(searcher: Searcher, corpus: Path, extra: Callable[[str, Any], float] | None = None) -> Arm:
     """Ranks, gate signals and the calibrated threshold; ``extra`` adds a per-question feature."""
     threshold = calibrate(searcher, CalibrationConfig()).threshold
-    arm: Arm = {"threshold": threshold, "rank": {}, "in": {}, "ood": {}, "x_in": {}, "x_ood": {}}
+    arm: Arm = {
+        "threshold": threshold,
+        "rank": {},
+        "in": {},
+        "ood": {},
+        "d_in": {},
+        "d_ood": {},
+        "x_in": {},
+        "x_ood": {},
+    }
     inside, ood = questions(corpus)
     gate = GateConfig()
     for r in inside:
@@ -173,11 +182,13 @@ def measure(searcher: Searcher, corpus: Path, extra: Callable[[str, Any], float]
         res = searcher.search(r["question"], k=20)
         arm["rank"].setdefault(st, []).append(needle_rank(res.hits, r["needle"]))
         arm["in"].setdefault(st, []).append(gate_signal(res, gate))
+        arm["d_in"].setdefault(st, []).append(res.best_distance)
         if extra is not None:
             arm["x_in"].setdefault(st, []).append(extra(r["question"], res))
     for r, st in ood:
         res = searcher.search(r["question"], k=20)
         arm["ood"].setdefault(st, []).append(gate_signal(res, gate))
+        arm["d_ood"].setdefault(st, []).append(res.best_distance)
         if extra is not None:
             arm["x_ood"].setdefault(st, []).append(extra(r["question"], res))
     return arm
@@ -220,6 +231,11 @@ def run_doc2query(corpus: Path, minutes: float) -> int:
     return 0
 
 
+def plus(signals: Sequence[float], judged: Sequence[float]) -> list[float]:
+    """A gate signal with the judge's doubt added (lower = more relevant)."""
+    return [s + 0.5 * (1 - p) for s, p in zip(signals, judged, strict=True)]
+
+
 def run_judge(corpus: Path, which: str, top: int) -> int:
     b = index(corpus)
     llm = llama(which)
@@ -252,11 +268,11 @@ def run_judge(corpus: Path, which: str, top: int) -> int:
     report("default", arm)
     for st in STYLES:
         xin, xood, sin, sood = arm["x_in"][st], arm["x_ood"].get(st, []), arm["in"][st], arm["ood"].get(st, [])
-        both_in = [s + 0.5 * (1 - p) for s, p in zip(sin, xin, strict=True)]
-        both_ood = [s + 0.5 * (1 - p) for s, p in zip(sood, xood, strict=True)]
+        dist_in, dist_ood = arm["d_in"][st], arm["d_ood"].get(st, [])
         print(
-            f"  {st}: AUC judge alone {auc([1 - p for p in xin], [1 - p for p in xood]):.3f}, "
-            f"gate {auc(sin, sood):.3f}, gate + 0.5 x (1 - judge) {auc(both_in, both_ood):.3f}"
+            f"  {st}: AUC judge alone {auc([1 - p for p in xin], [1 - p for p in xood]):.3f}; "
+            f"gate {auc(sin, sood):.3f}, with + 0.5 x (1 - judge) {auc(plus(sin, xin), plus(sood, xood)):.3f}; "
+            f"distance {auc(dist_in, dist_ood):.3f}, with it {auc(plus(dist_in, xin), plus(dist_ood, xood)):.3f}"
         )
     return 0
 
