@@ -72,7 +72,9 @@ class HeldModel:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def wait_requests(self, n: int, timeout: float = 60.0) -> bool:
+    def wait_requests(self, n: int, timeout: float = 180.0) -> bool:
+        # as long as a start may take: on a loaded 2-core machine the first question waited
+        # over 60 s for the served process's models (a make test beside a 2-thread LLM job)
         with self.changed:
             return self.changed.wait_for(lambda: self.requests >= n, timeout)
 
