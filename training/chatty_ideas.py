@@ -48,6 +48,7 @@ from generate_questions import doc_parser  # noqa: E402
 
 from bot.builder import Builder  # noqa: E402
 from config.settings import load_settings  # noqa: E402
+from retrieval.answer import content_words  # noqa: E402
 from retrieval.evaluation.cross_validation import auc  # noqa: E402
 from retrieval.evaluation.metrics import needle_rank, paired, sign_test  # noqa: E402
 from retrieval.index import STOPWORDS, tokenize  # noqa: E402
@@ -287,21 +288,13 @@ def run_judge(corpus: Path, which: str, top: int) -> int:
 # ---- a softer coverage term ---------------------------------------------------------------
 
 
-def fold(word: str) -> str:
-    """The crudest stem: a plural, -ing or -ed ending dropped (meal / meals, travel / travelling)."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 class SoftCoverage:
     """The snapshot's BM25 index with another coverage (read-only; the rest delegates)."""
 
     def __init__(self, bm25: Any, embed: Callable[[list[str]], np.ndarray], arm: str) -> None:
         self._bm25, self._embed, self._arm = bm25, embed, arm
         words = [w for w in bm25.idf if w not in STOPWORDS and len(w) > 1 and not w.isdigit()]
-        self._folded = {fold(w) for w in bm25.idf}
+        self._folded = content_words(" ".join(bm25.idf))  # the support check's stems (meal / meals)
         self._vectors = embed(words) if "soft" in arm else np.zeros((0, 0))
 
     def __getattr__(self, name: str) -> Any:
@@ -314,8 +307,9 @@ class SoftCoverage:
         seen = sum(idf[w] for w in words if w in idf)
         unseen = [w for w in words if w not in idf]
         if "fold" in self._arm:
-            seen += top * sum(fold(w) in self._folded for w in unseen)
-            unseen = [w for w in unseen if fold(w) not in self._folded]
+            folded = [w for w in unseen if content_words(w) & self._folded]
+            seen += top * len(folded)
+            unseen = [w for w in unseen if w not in folded]
         if "soft" in self._arm and unseen and len(self._vectors):
             best = (self._embed(unseen) @ self._vectors.T).max(axis=1)
             seen += top * float(np.clip(best, 0.0, 1.0).sum())
