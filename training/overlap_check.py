@@ -1,11 +1,11 @@
 """Check training text against every evaluation document by 8-word shingles.
 
 A shingle is 8 consecutive words of the lowercased text with punctuation stripped
-(words are runs of ``[a-z0-9]``). Any source file that shares a shingle with any
-document under ``EVAL_ROOT/*/docs/`` is dropped by ``build_data.py`` before it can
-reach the data; run on its own, this script re-checks the built JSONL files::
+(words are runs of letters and digits, in any script: æ, ø and å are letters). Training
+data must share no shingle with any document under ``EVAL_ROOT/*/docs/``; this script
+checks JSON-lines files of it::
 
-    python training/overlap_check.py --eval-root ../shared/eval training/data/*.jsonl
+    python training/overlap_check.py --eval-root ../shared/eval DATA.jsonl…
 
 It exits 1 (and names the lines) when any example's question or text overlaps.
 The evaluation text is only read here, never used as training data.
@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from textclean import words
+_WORD = re.compile(r"[^\W_]+")
 
 SHINGLE = 8
 
 __all__ = ["SHINGLE", "EvalShingles", "shingles"]
+
+
+def words(text: str) -> list[str]:
+    """Lowercased runs of letters and digits."""
+    return _WORD.findall(text.lower())
 
 
 def shingles(text: str, n: int = SHINGLE) -> set[str]:
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help="folder holding dev/, guides/, holdout/, handbook/ (each with docs/)",
     )
-    ap.add_argument("jsonl", nargs="+", type=Path, help="built data files to check (question and text of every line)")
+    ap.add_argument("jsonl", nargs="+", type=Path, help="data files to check (every text field of every line)")
     args = ap.parse_args(argv)
     ev = EvalShingles(args.eval_root)
     bad = 0
@@ -85,11 +90,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             ex = json.loads(line)
+            texts = [v for v in ex.values() if isinstance(v, str)]  # every text field of the line
             total += 1
-            h = ev.hits([ex["question"], ex["text"]])
+            h = ev.hits(texts)
             if h:
                 bad += 1
-                print(f"{path}:{n}: overlaps {', '.join(h)} ({ev.example([ex['question'], ex['text']])!r})")
+                print(f"{path}:{n}: overlaps {', '.join(h)} ({ev.example(texts)!r})")
     print(
         f"checked {total} examples against {len(ev.files)} evaluation documents "
         f"({len(ev.index)} shingles of {SHINGLE} words): {bad} overlap"
