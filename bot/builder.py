@@ -43,6 +43,7 @@ from retrieval.answer import ANSWER_PROBE, AnswerService, Linker, LinkSigner, Re
 from retrieval.errors import ConfigError, ModelError
 from retrieval.index import Storage, open_storage
 from retrieval.ingest import ChunkerConfig, ExtractionRunner
+from retrieval.learn import LearnedPairs, MatchConfig
 from retrieval.models import (
     Embedder,
     LanguageModel,
@@ -55,6 +56,7 @@ from retrieval.models import (
     needs_measuring,
 )
 from retrieval.search import (
+    DEFAULT_POINT_THRESHOLD,
     DEFAULT_THRESHOLD,
     Calibration,
     CalibrationCache,
@@ -69,6 +71,8 @@ from retrieval.search import (
 )
 
 log = logging.getLogger("footnote")
+
+LEARNED = "learned"  # the records the confirmed pairs are kept in
 
 
 @dataclass(frozen=True)
@@ -178,20 +182,24 @@ class Builder:
         return SearchConfig(fusion=s.fusion, weight_bm25=s.weight_bm25, candidates=s.candidates)
 
     def gate_config(self) -> GateConfig:
-        """The explicit FOOTNOTE_GATE_THRESHOLD, else the calibrated one (DEFAULT_THRESHOLD until there is one)."""
+        """The explicit FOOTNOTE_GATE_THRESHOLD / _POINT_THRESHOLD, else the calibrated ones (the
+        defaults until there are any). An explicit assert threshold turns calibration off."""
         s = self.settings
+        point = s.gate_point_threshold if s.gate_point_threshold is not None else DEFAULT_POINT_THRESHOLD
         if s.gate_threshold is not None:
-            return GateConfig(s.gate_threshold, s.gate_coverage_weight, s.gate_sentence_weight)
+            return GateConfig(s.gate_threshold, s.gate_coverage_weight, s.gate_sentence_weight, point=point)
+        # With only the point threshold set, the calibration gives the assert threshold alone.
+        calibrated = self.calibrator.thresholds if s.gate_point_threshold is None else self.calibrator.threshold
         return GateConfig(
-            DEFAULT_THRESHOLD, s.gate_coverage_weight, s.gate_sentence_weight, calibrated=self.calibrator.threshold
+            DEFAULT_THRESHOLD, s.gate_coverage_weight, s.gate_sentence_weight, calibrated=calibrated, point=point
         )
 
     def calibration_config(self) -> CalibrationConfig:
         s = self.settings
         return CalibrationConfig(
             target_bluff=s.gate_target_bluff,
-            refusal_budget=s.gate_refusal_budget,
-            max_refusal=s.gate_max_refusal,
+            assert_quantile=s.gate_assert_quantile,
+            point_quantile=s.gate_point_quantile,
             coverage_weight=s.gate_coverage_weight,
             sentence_weight=s.gate_sentence_weight,
             in_domain=s.gate_probes,
@@ -208,6 +216,22 @@ class Builder:
         if self.settings.gate_threshold is not None or "engine" not in self.__dict__:
             return None
         return self.calibrator.latest()
+
+    @cached_property
+    def learned(self) -> LearnedPairs:
+        """The team's confirmed (message, passage) pairs: every replica's (with a Chroma
+        server), else a file in the data dir."""
+        s = self.settings
+        return LearnedPairs(self.storage.kept_records(LEARNED), MatchConfig(s.learn_match, s.learn_match_top))
+
+    def after_sync(self) -> None:
+        """What follows a sync: pairs whose passage is gone retire (at once), the gate is
+        recalibrated (in the background)."""
+        try:
+            self.learned.retire(self.engine.searcher().snapshot)
+        except Exception:  # a failing record store must not stop the calibration
+            log.exception("could not check the learned pairs against the new index")
+        self.calibrate_in_background()
 
     def calibrate_in_background(self) -> None:
         """After a sync: recalibrate the gate in a thread (no-op with an explicit threshold)."""
@@ -355,6 +379,7 @@ class Builder:
             max_tokens=s.llm_max_tokens,
             max_sentences=s.max_sentences,
             rewriter=self.rewriter(),
+            learned=self.learned,
         )
 
     @cached_property
@@ -485,7 +510,7 @@ class Builder:
             schedule=self.schedule,
             health=self.health,
             model_reachable=self.model_reachable,
-            calibrate=self.calibrate_in_background,
+            after_sync=self.after_sync,
             view=self.view,
             warmup=self.warmup,
             prepare=self._prepare_to_answer,

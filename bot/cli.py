@@ -22,7 +22,7 @@ import click
 from pydantic import ValidationError
 
 from bot.builder import Builder
-from bot.gate_status import gate_json, gate_text
+from bot.gate_status import calibration, gate_json, gate_text
 from bot.scheduler import make_trigger
 from bot.warmup import State, serving_states
 from config.settings import Settings, load_settings, unknown_variables
@@ -160,7 +160,9 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
 
     Unchanged files are skipped by content hash; changed files are rebuilt; deleted
     files leave the index. A file that cannot be read is recorded as failed with its
-    reason and never stops the others. Exits 0 when the sync ran, even with failures.
+    reason and never stops the others. Then the gate is calibrated on the index (when
+    it changed), and confirmed pairs whose passage is gone retire. Exits 0 when the
+    sync ran, even with failures.
     An index belongs to the folder it was first built from: another folder is
     refused unless given as --reindex-from.
     """
@@ -168,16 +170,23 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
     rt = Builder(settings)
     _claim_folder(rt, reindex_from is not None)
     report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
+    retired = rt.learned.retire(rt.engine.searcher().snapshot)
     click.echo(
         f"Synced {settings.docs_dir} in {report.seconds:.1f}s: {len(report.indexed)} indexed "
         f"({report.chunks_embedded} chunks embedded), {report.unchanged} unchanged, "
         f"{len(report.removed)} removed, {len(report.failed)} failed, {len(report.skipped)} skipped."
+        + (f" {retired} learned pair(s) retired: their passage is gone." if retired else "")
     )
     for path, reason in report.failed.items():
         click.secho(f"  failed  {path}: {reason}", fg="yellow")
     for path, reason in report.skipped.items():
         click.echo(f"  skipped {path}: {reason}")
     _print_totals(rt.engine.manifest.all())
+    # What `serve` does after a sync, so that `footnote ask` answers with this index's own thresholds.
+    cal = calibration(rt, compute=True, say=click.echo)
+    if cal is not None:
+        a, p = cal.thresholds
+        click.echo(f"Gate: answers at ≤ {a:.3f}, points at the closest passages up to {p:.3f} (`footnote status`).")
 
 
 def _print_totals(recs: Mapping[str, DocRecord]) -> None:
@@ -345,7 +354,8 @@ def _questions(question: str | None, from_file: Path | None) -> Iterator[str]:
 def search(settings: Settings, question: str | None, k: int, as_json: bool, from_file: Path | None) -> None:
     """Rank passages for QUESTION without calling the language model.
 
-    Shows whether the gate would let the question through to an answer.
+    Shows what the gate would do: answer it, point at the closest passages (not sure), or
+    refuse it (nothing is close). No learned pair is consulted: `footnote ask` does that.
     """
     from retrieval.answer import locator_for
     from retrieval.search import decide
@@ -371,12 +381,14 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
             }
             for i, h in enumerate(res.hits)
         ]
+        outcome = {"answer": "answered", "point": "pointed", "refuse": "refused"}[gate.verdict.value]
         if as_json:
-            click.echo(
-                json.dumps({"query": q, "answerable": gate.answerable, "gate": round(gate.signal, 4), "results": rows})
-            )
+            line = {"query": q, "outcome": outcome, "answerable": gate.answerable, "gate": round(gate.signal, 4)}
+            click.echo(json.dumps({**line, "reason": gate.reason, "results": rows}))
             continue
-        verdict = "answerable" if gate.answerable else f"would be refused: {gate.reason}"
+        verdict = {"answered": "answerable", "pointed": f"would be pointed at: {gate.reason}"}.get(
+            outcome, f"would be refused: {gate.reason}"
+        )
         click.secho(f"{q}  [{verdict}]", bold=True)
         for r in rows:
             snippet = " ".join(r["content"].split())[:100]
@@ -471,6 +483,19 @@ def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     help="Also ask every question through the model: citations, evidence hits, bluffs, answer time (slow).",
 )
 @click.option(
+    "--replay",
+    "replay_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Before scoring (implies --answers): ask these questions and confirm the passage that showed each one's "
+    'needle, as a satisfied teammate would click ("This answers it", 👍). E.g. the direct twins of chatty questions.',
+)
+@click.option(
+    "--replay-style",
+    metavar="STYLE",
+    help="Replay only the lines of this style, e.g. course (the direct twins of a file holding both styles; a line "
+    "without a style is course).",
+)
+@click.option(
     "--compare",
     "--compare-answers",
     "compare_answers",
@@ -500,6 +525,8 @@ def eval_cmd(
     json_out: Path | None,
     plots_dir: Path | None,
     with_answers: bool,
+    replay_path: Path | None,
+    replay_style: str | None,
     compare_answers: Path | None,
     cv: bool,
     cv_seeds: int,
@@ -528,12 +555,17 @@ def eval_cmd(
         raise click.ClickException("--plots needs matplotlib, an optional extra: pip install 'footnote[plots]'")
     qs = _read_questions(questions, needs_needle=True)
     oods = [q for path in ood for q in _read_questions(path, needs_needle=False)]
+    first = _read_questions(replay_path, needs_needle=True) if replay_path is not None else []
+    if replay_style:
+        first = [q for q in first if (q.style or "course") == replay_style]
     result = evaluate(
         settings,
         (docs_dir or settings.docs_dir).resolve(),
         qs,
         oods,
         with_answers=with_answers,
+        replay_first=first,
+        replay_file=str(replay_path or ""),
         compare_to=compare_answers,
         cv_seeds=cv_seeds if cv else 0,
         progress=lambda msg: click.echo(f"Evaluating: {msg} …", err=True),
@@ -578,10 +610,66 @@ def bench(settings: Settings, args: tuple[str, ...]) -> None:
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.argument("question")
+@click.option(
+    "--source",
+    required=True,
+    help="The passage that answers it: a citation's or a pointer's url or locator, as `footnote ask --json` printed it.",
+)
+@click.option(
+    "--channel", help="Confirm it in this Slack channel's scope (FOOTNOTE_CHANNEL_FOLDERS) [default: all documents]."
+)
+@click.option("--user", default="cli", show_default=True, help="Who confirms it (kept with the pair).")
+@click.option("--json", "as_json", is_flag=True, help="Print the pair as JSON.")
 @click.pass_obj
-def feedback(settings: Settings, as_json: bool) -> None:
-    """List the 👍/👎 clicks people gave answers in Slack."""
+@_friendly
+def confirm(settings: Settings, question: str, source: str, channel: str | None, user: str, as_json: bool) -> None:
+    """Record that SOURCE answers QUESTION, exactly as Slack's "This answers it" button does.
+
+    A later message in the same scope that reads like QUESTION is answered from that
+    passage, with confidence, and says a teammate confirmed it. The pair retires by
+    itself when the passage's words leave its document; `footnote feedback --learned`
+    lists the pairs and `--forget ID` removes one.
+    """
+    from bot.scoping import ChannelScopes
+    from retrieval.answer import find_passage
+
+    rt = Builder(settings)
+    _require_an_index(rt)
+    scope = ChannelScopes(settings.channel_folders, settings.excluded_channels).for_channel(channel or "")
+    if channel and scope.excluded:
+        raise click.ClickException(f"Footnote does not answer in {channel} (FOOTNOTE_EXCLUDED_CHANNELS)")
+    folders = scope.folders if channel else None
+    passage = find_passage(source, rt.answers.candidates(question, folders))
+    if passage is None:
+        raise click.ClickException(
+            f"{source!r} is none of the passages this question finds: copy a citation's or a pointer's url or "
+            "locator from `footnote ask --json` for the same question"
+        )
+    pair = rt.answers.confirm(question, passage, folders, user, "cli")
+    if pair is None:
+        raise click.ClickException(f"the passage at {passage.path}{passage.locator} is no longer in the index")
+    if as_json:
+        click.echo(json.dumps(pair.as_json(), ensure_ascii=False))
+        return
+    click.echo(f"Confirmed {pair.id}: {passage.doc} — {passage.label} answers {question!r} (scope {pair.scope}).")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--learned", is_flag=True, help="List the confirmed (message, passage) pairs instead.")
+@click.option("--forget", "forget_id", metavar="ID", help="Remove the learned pair with this id.")
+@click.pass_obj
+@_friendly
+def feedback(settings: Settings, as_json: bool, learned: bool, forget_id: str | None) -> None:
+    """List the 👍/👎 clicks people gave answers in Slack, or the learned pairs.
+
+    A pair is kept when a teammate clicks "This answers it" under a pointer, 👍 on an
+    answer, or runs `footnote confirm`; 👎 on an answer that came from a pair removes it.
+    """
+    if learned or forget_id:
+        _learned(Builder(settings), as_json, forget_id)
+        return
     path = settings.data_dir / "feedback.jsonl"
     if not path.is_file():
         click.echo("No feedback yet.")
@@ -592,6 +680,24 @@ def feedback(settings: Settings, as_json: bool) -> None:
             click.echo(json.dumps(rec))
         else:
             click.echo(f"{'👍' if rec.get('vote') == 'up' else '👎'} {rec.get('user')}: {rec.get('question', '?')}")
+
+
+def _learned(rt: Builder, as_json: bool, forget_id: str | None) -> None:
+    if forget_id:
+        if not rt.learned.forget(forget_id):
+            raise click.ClickException(
+                f"no learned pair has the id {forget_id!r} (`footnote feedback --learned` lists them)"
+            )
+        click.echo(f"Forgot {forget_id}.")
+        return
+    pairs = rt.learned.all()
+    if not pairs and not as_json:
+        click.echo("No learned pairs yet.")
+    for p in pairs:
+        if as_json:
+            click.echo(json.dumps(p.as_json(), ensure_ascii=False))
+        else:
+            click.echo(f"{p.id}  [{p.scope}] {p.message!r} -> {p.path}#char={p.start},{p.end} ({p.via}, {p.user})")
 
 
 _UNITS = {"h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0}

@@ -24,12 +24,13 @@ from retrieval.evaluation import (
     Half,
     Question,
     by_style,
-    compare,
+    compare_all,
     cross_validate,
     document_of,
     halves_by_document,
     load_documents,
     paired_ranks,
+    replay,
     rows_from_json,
     rows_json,
     run_answers,
@@ -73,6 +74,8 @@ def evaluate(
     oods: Sequence[Question],
     *,
     with_answers: bool = False,
+    replay_first: Sequence[Question] = (),
+    replay_file: str = "",
     compare_to: Path | None = None,
     cv_seeds: int = 0,
     progress: Progress = lambda _m: None,
@@ -107,7 +110,9 @@ def evaluate(
             progress=progress,
             rewriter=b.rewriter(),
         )
-        answers = _answers(b, qs, oods, compare_to, earlier, progress) if with_answers else None
+        answers = None
+        if with_answers or replay_first:
+            answers = _answers(b, qs, oods, compare_to, earlier, progress, replay_first, replay_file)
         text = gate_text(b, compute=False)  # while the index exists
         folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors, cv_seeds, progress)
         vectors.save()
@@ -157,23 +162,27 @@ def _answers(
     compare_to: Path | None,
     earlier: dict[str, Any],
     progress: Progress,
+    replay_first: Sequence[Question] = (),
+    replay_file: str = "",
 ) -> dict[str, Any]:
-    """Every question through the real answer service; optionally paired against an earlier run."""
+    """Every question through the real answer service (after replaying ``replay_first``: asked,
+    and confirmed where their needle was shown); optionally paired against an earlier run."""
     before = None
     if compare_to is not None:  # checked before the answers: a file without them should not cost them
         old = earlier.get("answers", {}).get("rows")
         if not old:
             raise ConfigError(f"{compare_to} has no answers: run the earlier eval with --answers --json")
         before = rows_from_json(old)
+    replayed = replay(b.answers, replay_first, progress) if replay_first else None
     rows = run_answers(b.answers, qs, oods, progress=progress)
     result: dict[str, Any] = {"model": b.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
+    if replayed is not None:
+        result["replayed"], result["replay_file"] = replayed, replay_file
     styles = by_style(rows)
     if styles:
         result["by_style"] = {style: summarise(sub) for style, sub in styles.items()}
     if before is not None:
-        result["paired"] = [compare(rows, before, m) for m in ("evidence_hit", "cited", "answered")]
+        result["paired"] = compare_all(rows, before)
         for style, sub in styles.items():
-            result.setdefault("paired_by_style", {})[style] = [
-                compare(sub, before, m) for m in ("evidence_hit", "answered")
-            ]
+            result.setdefault("paired_by_style", {})[style] = compare_all(sub, before)
     return result

@@ -10,8 +10,8 @@ grouping never embeds again), and the 👍/👎 clicks on its answer. Rows older
 overwritten in the file (``secure_delete``), and a purge rewrites the file, so nothing of
 a deleted question stays on disk.
 
-A *gap* is a group of questions that were refused (by the gate or the model), had every
-claim removed by the support check, or got a 👎. Question texts never leave their scope:
+A *gap* is a group of questions that were pointed at passages (not sure) or refused, had
+every claim removed by the support check, or got a 👎 ("None of these" under a pointer is one). Question texts never leave their scope:
 a reader sees a row only when the folders it was asked about are within what the
 reader's channels may search (:func:`bot.scoping.may_see`), and groups are made from the
 rows that reader may see, so a group's label, count and documents come from those alone.
@@ -41,7 +41,7 @@ log = logging.getLogger("footnote.gaps")
 
 FILE = "gaps.sqlite3"
 DAY_S = 86_400.0
-GAP_OUTCOMES = (Outcome.REFUSED_GATE, Outcome.REFUSED_MODEL, Outcome.CLAIMS_REMOVED)
+GAP_OUTCOMES = (Outcome.POINTED, Outcome.REFUSED_GATE, Outcome.REFUSED_MODEL, Outcome.CLAIMS_REMOVED)
 EXPIRE_EVERY_S = 3600.0  # while recording, old rows are deleted at most once an hour
 
 _SCHEMA = """
@@ -196,7 +196,11 @@ class GapRecord:
         with ``gaps_only``, only the refused, the emptied by the check and the 👎."""
         self._expire_if_due()
         kinds = ",".join(f"'{o.value}'" for o in GAP_OUTCOMES)
-        where = f" AND (outcome IN ({kinds}) OR down > 0)" if gaps_only else ""
+        # A pointed question a teammate confirmed a passage for ("This answers it") was answered after all.
+        pointed = Outcome.POINTED.value
+        where = (
+            f" AND ((outcome IN ({kinds}) AND NOT (outcome = '{pointed}' AND up > 0)) OR down > 0)" if gaps_only else ""
+        )
         with self._lock:
             rows = self._db.execute(
                 "SELECT id, at, surface, scope, question, outcome, nearest, gate, vector, up, down"

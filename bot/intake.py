@@ -32,7 +32,8 @@ from bot.question import Job, Question
 from bot.scoping import ChannelScopes
 from bot.threads import SlackThreads
 from bot.warmup import Warmup
-from retrieval.answer import Answer, Outcome
+from retrieval.answer import Answer, Outcome, Quoted
+from retrieval.learn import Pair
 from retrieval.models import OnToken
 
 log = logging.getLogger("footnote.slack")
@@ -42,7 +43,7 @@ EMPTY = "Ask me a question about the docs."
 
 
 class Answers(Protocol):
-    """What the intake calls: the answer service (or one built on first use)."""
+    """What the Slack layer calls: the answer service (or one built on first use)."""
 
     def answer(
         self,
@@ -51,6 +52,12 @@ class Answers(Protocol):
         on_token: OnToken | None = None,
         folders: Sequence[str] | None = None,
     ) -> Answer: ...
+
+    def confirm(self, message: str, passage: Quoted, folders: Sequence[str] | None, user: str, via: str) -> Pair | None:
+        """Keep that ``passage`` answers ``message`` in the scope of ``folders`` (None: not kept)."""
+        ...
+
+    def forget(self, pair_id: str) -> bool: ...
 
 
 class Intake:

@@ -10,9 +10,14 @@ import time
 from typing import Any
 
 from bot.health import Health
-from retrieval.answer import BROADCAST, Answer, Citation
+from retrieval.answer import BROADCAST, EXCERPT_CHARS, Answer, Citation
 
 REFUSAL_HEADLINE = "I couldn't find this in the docs."
+POINTER_HEADLINE = "I'm not sure the docs answer this."
+POINTER_INTRO = "The closest passages (not an answer):"
+LEARNED_NOTE = "A teammate confirmed this passage for a message like this one."
+CONFIRM_BUTTON = "This answers it"
+NONE_BUTTON = "None of these"
 SECTION_LIMIT = 3000  # Slack's limit for a section block's text
 MAX_BLOCKS = 50
 QUOTE_CHARS = 280
@@ -23,30 +28,37 @@ def _label(c: Citation) -> str:
     return name if c.label in (c.section, c.doc) else f"{name} ({c.label})"
 
 
+def citation_json(c: Citation) -> dict[str, Any]:
+    """A citation or a pointer as ``--json`` prints it (``quote`` is exactly the text shown)."""
+    return {
+        "n": c.n,
+        "path": c.path,
+        "doc": c.doc,
+        "section": c.section,
+        "from": c.start,
+        "to": c.end,
+        "quote": c.quote,
+        "passage": list(c.passage) if c.passage else None,
+        **({"best": list(c.best)} if c.best else {}),
+        "url": c.url,
+        "locator": c.locator,
+        "label": c.label,
+        **c.where,
+        "distance": round(c.distance, 4),
+    }
+
+
 def answer_json(a: Answer) -> dict[str, Any]:
     return {
         "question": a.question,
+        "outcome": a.kind,
+        "outcome_detail": a.outcome.value,
         "refused": a.refused,
         "reason": a.reason,
         "answer": a.text,
-        "citations": [
-            {
-                "n": c.n,
-                "path": c.path,
-                "doc": c.doc,
-                "section": c.section,
-                "from": c.start,
-                "to": c.end,
-                "quote": c.quote,
-                "passage": list(c.passage) if c.passage else None,
-                "url": c.url,
-                "locator": c.locator,
-                "label": c.label,
-                **c.where,
-                "distance": round(c.distance, 4),
-            }
-            for c in a.citations
-        ],
+        "citations": [citation_json(c) for c in a.citations],
+        "pointers": [citation_json(c) for c in a.pointers],
+        "learned": a.learned,
         "consulted": [{"n": c.n, "path": c.path, "url": c.url} for c in a.consulted],
         "nearest": a.nearest,
         "gate": round(a.gate, 4),
@@ -70,7 +82,15 @@ def answer_text(a: Answer) -> str:
         if a.nearest:
             lines.append("Closest documents (not an answer): " + ", ".join(a.nearest))
         return "\n".join(lines)
+    if a.pointers:
+        lines = [f"{POINTER_HEADLINE} {POINTER_INTRO}"]
+        for c in a.pointers:
+            lines.append(f"[{c.n}] {_label(c)}  {c.url}")
+            lines.append(f"    “{shorten(c.quote, EXCERPT_CHARS)}”")
+        return "\n".join(lines)
     lines = [a.text, ""]
+    if a.learned:
+        lines[1:1] = [LEARNED_NOTE]
     title = "Sources" if a.citations else "Sources consulted (the answer cites none)"
     lines.append(title + ":")
     for c in a.citations or a.consulted:
@@ -112,6 +132,8 @@ def slack_blocks(a: Answer, collection: str | None = None, feedback_id: str | No
         blocks.append(_section(f":mag: *{REFUSAL_HEADLINE}* _This is not an answer._\n{escape(a.reason)}"))
         if a.nearest:
             blocks.append(_context("Closest documents: " + ", ".join(escape(n) for n in a.nearest)))
+    elif a.pointers:
+        blocks += pointer_blocks(a, feedback_id)
     else:
         blocks.append(_section(escape(a.text)))
         shown = a.citations or a.consulted
@@ -119,9 +141,11 @@ def slack_blocks(a: Answer, collection: str | None = None, feedback_id: str | No
         blocks.append(_section(title))
         for c in shown:
             blocks.append(_section(f"[{c.n}] {_link(c.url, _label(c))}\n> {escape(shorten(c.quote))}"))
+    if a.learned and a.answered:
+        blocks.append(_context(f":white_check_mark: {LEARNED_NOTE}"))
     if collection:
         blocks.append(_context(f"Searched: {escape(collection)}"))
-    if feedback_id and not a.refused:
+    if feedback_id and a.answered:
         blocks.append(
             {
                 "type": "actions",
@@ -145,13 +169,46 @@ def slack_blocks(a: Answer, collection: str | None = None, feedback_id: str | No
     return blocks[:MAX_BLOCKS]
 
 
+def _button(text: str, action_id: str, value: str) -> dict[str, Any]:
+    return {"type": "button", "text": {"type": "plain_text", "text": text}, "action_id": action_id, "value": value}
+
+
+def pointer_blocks(a: Answer, feedback_id: str | None) -> list[dict[str, Any]]:
+    """The closest passages, each with its quote, its link and (with ``feedback_id``) a
+    "This answers it" button; then one "None of these" for the message. A button carries only
+    the id of what was shown and the pointer's number: what they mean is kept server-side."""
+    blocks = [_section(f":mag: *{POINTER_HEADLINE}* {POINTER_INTRO}")]
+    for c in a.pointers:
+        block = _section(f"[{c.n}] {_link(c.url, _label(c))}\n> {_excerpt(c)}")
+        if feedback_id:
+            block["accessory"] = _button(CONFIRM_BUTTON, "pointer_confirm", f"{feedback_id}#{c.n}")
+        blocks.append(block)
+    if feedback_id:
+        blocks.append(
+            {"type": "actions", "block_id": "pointers", "elements": [_button(NONE_BUTTON, "pointer_none", feedback_id)]}
+        )
+    return blocks
+
+
+def _excerpt(c: Citation) -> str:
+    """A pointer's excerpt on one line, its best sentence in bold (Slack mrkdwn), escaped."""
+    if c.best is None or not c.start <= c.best[0] < c.best[1] <= c.end:
+        return escape(shorten(c.quote, EXCERPT_CHARS))
+    a, b = c.best[0] - c.start, c.best[1] - c.start
+    parts = [" ".join(x.split()) for x in (c.quote[:a], c.quote[a:b], c.quote[b:])]
+    bold = f"*{escape(parts[1])}*" if parts[1] else ""
+    return " ".join(x for x in (escape(parts[0]), bold, escape(parts[2])) if x)
+
+
 def _context(text: str) -> dict[str, Any]:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:SECTION_LIMIT]}]}
 
 
 def fallback_text(a: Answer) -> str:
     """Notification text (shown where blocks are not): escaped, short."""
-    return escape(REFUSAL_HEADLINE if a.refused else shorten(a.text, 300))
+    if a.refused:
+        return escape(REFUSAL_HEADLINE)
+    return escape(POINTER_HEADLINE if a.pointers else shorten(a.text, 300))
 
 
 def status_text(h: Health) -> str:

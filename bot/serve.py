@@ -60,7 +60,7 @@ class Service:
     schedule: SyncSchedule
     health: Callable[[], Health]
     model_reachable: Callable[[], bool]
-    calibrate: Callable[[], None]  # after a sync that changed the index (in the background)
+    after_sync: Callable[[], None]  # retire learned pairs, recalibrate the gate (in the background)
     view: View
     warmup: Warmup
     prepare: Callable[[], None]  # builds the engine and the answer service (loads the embedder)
@@ -95,7 +95,7 @@ class Service:
             self.metrics.synced(None, time.perf_counter() - t0)
             raise
         self.metrics.synced(report, report.seconds)
-        self.calibrate()  # queries keep the previous threshold until it is done
+        self.after_sync()  # queries keep the previous thresholds until the calibration is done
         log.info(
             "sync: %d indexed, %d unchanged, %d renamed, %d removed, %d failed in %.1fs",
             len(report.indexed),

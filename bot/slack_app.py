@@ -1,6 +1,11 @@
 """The Slack app (Bolt for Python): wiring and handlers. Thin: parse the event, hand the
-question to the intake (which journals, queues, answers and delivers it). Slack's
-contract is kept here: ack at once, never answer a retried delivery twice.
+question to the intake (which journals, queues, answers and delivers it), or a click to
+the answer service (which keeps what a teammate confirmed). Slack's contract is kept
+here: ack at once, never answer a retried delivery twice.
+
+A click is trusted only as far as it checks out: it needs a user, a message Footnote
+still knows (:mod:`bot.feedback`), a pointer that message showed, and the same channel
+scope the message was asked in; anything else is logged and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +18,10 @@ from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
 
 from bot.claims import FirstDelivery
-from bot.feedback import FeedbackStore
-from bot.gaps import DAY_S, GapRecord, find_gaps, gaps_blocks, visible
+from bot.feedback import FeedbackStore, Passage, Shown
+from bot.gaps import DAY_S, GapRecord, find_gaps, gaps_blocks, scope_key, visible
 from bot.health import Health
-from bot.intake import NOT_HERE, Intake
+from bot.intake import NOT_HERE, Answers, Intake
 from bot.journal import Journal
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
@@ -50,6 +55,7 @@ class SlackBot:
         self.app = app
         self.client = client
         self.intake = intake
+        self.answers: Answers = intake.answers  # the one answer service: it also keeps confirmations
         self.journal = journal
         self.threads = threads
         self.feedback = feedback
@@ -69,7 +75,12 @@ class SlackBot:
         return {
             "event": {"app_mention": self._on_mention, "message": self._on_message, "app_home_opened": self._on_home},
             "command": {"/ask": self._on_command},
-            "action": {"feedback_up": self._on_feedback, "feedback_down": self._on_feedback},
+            "action": {
+                "feedback_up": self._on_feedback,
+                "feedback_down": self._on_feedback,
+                "pointer_confirm": self._on_confirm,
+                "pointer_none": self._on_none,
+            },
         }
 
     def _register(self) -> None:
@@ -184,16 +195,87 @@ class SlackBot:
         return self.scopes.reader(channels)
 
     def _on_feedback(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
+        """👍 keeps each cited passage as answering the message; 👎 drops the pair the answer came from."""
         ack()
-        user = body.get("user", {}).get("id")
         vote = "up" if action.get("action_id") == "feedback_up" else "down"
-        feedback_id = str(action.get("value") or "")
-        self.feedback.record(feedback_id, vote, user)
+        click = self._click(body, str(action.get("value") or ""))
+        if click is None:
+            return
+        user, channel, shown = click
+        self._vote(shown.id, vote, user)
+        if vote == "up":
+            for passage in shown.cited:
+                self._confirm(shown, passage, user, "answer")
+        elif shown.learned and self.answers.forget(shown.learned):
+            log.info("👎 on an answer from learned pair %s: the pair is removed", shown.learned)
+        self._thank(channel, user, "Thanks: your feedback was recorded.")
+
+    def _on_confirm(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
+        """ "This answers it" under a pointer: keep that passage as answering the message."""
+        ack()
+        fid, _, n = str(action.get("value") or "").rpartition("#")
+        click = self._click(body, fid)
+        if click is None:
+            return
+        user, channel, shown = click
+        k = int(n) if n.isdigit() else 0
+        if not 1 <= k <= len(shown.pointers):
+            log.warning("ignoring a click on pointer %r of %s: the message showed %d", n, fid, len(shown.pointers))
+            return
+        if self._confirm(shown, shown.pointers[k - 1], user, "pointer"):
+            self._vote(fid, "up", user)
+            self._thank(channel, user, "Thanks: messages like this one will be answered from that passage here.")
+
+    def _on_none(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
+        """ "None of these": the docs did not answer it (a gap, with its 👎)."""
+        ack()
+        click = self._click(body, str(action.get("value") or ""))
+        if click is None:
+            return
+        user, channel, shown = click
+        self._vote(shown.id, "down", user)
+        self._thank(channel, user, "Thanks: noted as a question the docs don't answer yet.")
+
+    # -- clicks ---------------------------------------------------------------------------
+
+    def _click(self, body: dict[str, Any], fid: str) -> tuple[str, str, Shown] | None:
+        """(user, channel, what was shown) when the click checks out; else it is logged and None."""
+        user = str((body.get("user") or {}).get("id") or "")
+        channel = str((body.get("channel") or {}).get("id") or "")
+        if not user:
+            log.warning("ignoring a click without a user (on %r)", fid)
+            return None
+        shown = self.feedback.shown(fid) if fid else None
+        if shown is None:
+            log.warning("ignoring %s's click on %r: no such message, or it is too old", user, fid)
+            return None
+        here = self.scopes.for_channel(channel, is_dm=channel.startswith("D"))
+        if here.excluded or scope_key(here.folders) != scope_key(shown.scope):
+            log.warning(
+                "ignoring %s's click on %s from %s: another channel scope than it was asked in", user, fid, channel
+            )
+            return None
+        return user, channel, shown
+
+    def _confirm(self, shown: Shown, passage: Passage, user: str, via: str) -> bool:
+        try:
+            pair = self.answers.confirm(shown.question, passage, shown.scope, user, via)
+        except Exception:
+            log.exception("could not keep a confirmation")
+            return False
+        if pair is None:
+            log.warning("ignoring %s's confirmation of %s: the passage is no longer in the index", user, passage.path)
+            return False
+        return True
+
+    def _vote(self, fid: str, vote: str, user: str) -> None:
+        self.feedback.record(fid, vote, user)
         if self.gaps is not None:
             try:
-                self.gaps.vote(feedback_id, vote)
+                self.gaps.vote(fid, vote)
             except Exception:
                 log.exception("could not record the vote in the gaps record")
-        channel = body.get("channel", {}).get("id")
-        if channel and user:
-            self.client.chat_postEphemeral(channel=channel, user=user, text="Thanks: your feedback was recorded.")
+
+    def _thank(self, channel: str, user: str, text: str) -> None:
+        if channel:
+            self.client.chat_postEphemeral(channel=channel, user=user, text=text)

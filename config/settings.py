@@ -134,7 +134,14 @@ class Settings(BaseSettings):
         None,
         ge=0,
         le=5,
-        description="Refuse when the best gate score is above this; unset = self-calibrated on the corpus.",
+        description="Answer only when the gate score is at or below this; unset = self-calibrated on the corpus.",
+    )
+    gate_point_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=5,
+        description="Up to this gate score, show the closest passages instead of an answer; beyond it, refuse. "
+        "Unset = self-calibrated (with FOOTNOTE_GATE_THRESHOLD set: 0.90).",
     )
     gate_coverage_weight: float = Field(0.5, ge=0, le=2, description="Weight of (1 - idf coverage).")
     gate_sentence_weight: float = Field(
@@ -145,14 +152,29 @@ class Settings(BaseSettings):
     gate_target_bluff: float = Field(
         0.05, ge=0, lt=1, description="Share of out-of-domain probe questions the calibrated gate may let through."
     )
-    gate_refusal_budget: float = Field(
-        0.05, ge=0, lt=1, description="Never looser than needed to answer all but this share of in-domain probes."
+    gate_assert_quantile: float = Field(
+        0.5, gt=0, lt=1, description="Answer no looser than this share of the corpus's own probes pass (0.5: median)."
     )
-    gate_max_refusal: float = Field(
-        0.15, gt=0, le=1, description="Never stricter than refusing this share of in-domain probes (1 = no cap)."
+    gate_point_quantile: float = Field(
+        0.10, ge=0, lt=1, description="Point at passages up to where this share of generic off-topic probes pass."
     )
     gate_probes: int = Field(
         1200, ge=20, le=100_000, description="In-domain probes sampled from the corpus for calibration."
+    )
+
+    # Learning from confirmations ("This answers it", 👍, `footnote confirm`).
+    learn_match: float = Field(
+        0.50,
+        ge=0,
+        le=1,
+        description="A message whose cosine to a confirmed one (same scope) reaches this is answered from its passage.",
+    )
+    learn_match_top: float = Field(
+        0.50,
+        ge=0,
+        le=1,
+        description="... or reaches this while the confirmed passage is also the message's best search hit "
+        "(at FOOTNOTE_LEARN_MATCH or above: off; see `python -m bench.matching`).",
     )
 
     # The model.

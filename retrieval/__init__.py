@@ -4,6 +4,7 @@
 - ``ingest``: files to canonical text, chunks and sentences, synced into the index;
 - ``index``: the vector store, the manifest, the lease, shared records, BM25 and the snapshot;
 - ``search``: hybrid ranking, reranking, the gate and its self-calibration, the engine;
+- ``learn``: confirmed (message, passage) pairs, matched to later messages in the same scope;
 - ``answer``: the prompt, the evidence, the support check, citations and signed links;
 - ``evaluation``: recall, refusals and answer-level figures (``footnote eval``).
 

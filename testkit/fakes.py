@@ -282,6 +282,16 @@ class ScriptedModel:
         return reply
 
 
+class NeverCalledModel:
+    """A language model that must not be called (pointing and refusing never call one)."""
+
+    name = "never-called"
+    supports_grammar = True
+
+    def complete(self, messages: list[Message], max_tokens: int, *args: object, **kwargs: object) -> str:
+        raise AssertionError("the language model was called")
+
+
 class TimedModel(ScriptedModel):
     """A scripted model that moves a fake clock as if it read the prompt for ``first``
     seconds and wrote the rest of the reply in ``rest``."""

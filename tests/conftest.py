@@ -18,6 +18,7 @@ from retrieval.index import open_storage
 from retrieval.ingest.chunk import ChunkerConfig
 from retrieval.models.embed import Embedder, SentenceTransformerEmbedder, load_embedder
 from retrieval.search.engine import Engine, EngineConfig
+from retrieval.search.gate import GateConfig
 from retrieval.search.rerank import SentenceReranker
 from retrieval.search.searcher import SearchConfig
 
@@ -33,6 +34,9 @@ DEV = (
 )
 DEV_DOCS = DEV / "docs"
 EXAMPLES = ROOT / "examples" / "docs"
+# A gate that answers the example handbook's direct questions (as a looser calibration would),
+# points at passages up to 1.0 and refuses a Spanish passport: for tests of what an answer does.
+ANSWERING = GateConfig(0.70, point=1.0)
 
 
 def require_dev_set() -> None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from retrieval.answer.evidence import SourceSentence
 from retrieval.answer.links import SignLink
@@ -48,6 +48,7 @@ class Citation:
     distance: float
     where: dict[str, Any] = field(default_factory=dict)  # page / sheet+range / start+end / slide
     passage: tuple[int, int] | None = None  # the range of the whole passage the evidence sits in
+    best: tuple[int, int] | None = None  # a pointer's best sentence, inside its excerpt
 
 
 MEDIA = (".mp4", ".m4v", ".mov", ".webm", ".mkv", ".mp3", ".m4a", ".wav", ".ogg", ".opus")
@@ -187,3 +188,22 @@ def neutralise(text: str) -> str:
 def says_not_found(text: str) -> bool:
     """The model said the sources do not contain the answer."""
     return bool(_REFUSAL.search(text))
+
+
+def find_passage(source: str, candidates: list[Citation]) -> Citation | None:
+    """The candidate a citation's or a pointer's ``url`` or ``locator`` (as ``--json`` printed
+    it) names: the same url or locator, or the same document and locator (a signed viewer
+    link's query changes with time; its path and fragment do not). The first wins (pointers
+    come first: a page or a slide holds many sentences)."""
+    source = source.strip()
+    exact = [c for c in candidates if source in (c.url, c.locator)]
+    if exact:
+        return exact[0]
+    base, _, fragment = source.partition("#")
+    if not fragment:
+        return None
+    where = unquote(urlsplit(base).path)
+    for c in candidates:
+        if c.locator == f"#{fragment}" and (where == c.path or where.endswith("/" + c.path)):
+            return c
+    return None

@@ -1,9 +1,12 @@
 """The answer service: search, gate, prompt the model, check every sentence, cite.
 
-Every outcome is a value: an :class:`Answer` is either an answer whose every
-sentence is backed by the source sentence it cites, or a refusal with a reason
-(and the nearest documents, so a person knows where Footnote looked). The model is
-never called when the gate refuses. What the model writes is never shown as cited
+Every outcome is a value, one of three kinds: an :class:`Answer` is an answer whose every
+sentence is backed by the source sentence it cites; or, when Footnote is not sure, the
+closest passages (pointers: each one's best sentence quoted, with its link), plainly not
+an answer; or a refusal with a reason (and the nearest documents, so a person knows where
+Footnote looked). The model is called only to answer: never to point, never when the
+gate refuses. A message that reads like one a teammate confirmed a passage for (in the
+same channel scope) is answered from that passage, and says so. What the model writes is never shown as cited
 until the support check has passed it: a sentence its source does not back is
 re-attributed to the source sentence that does, or removed; an answer with nothing
 left (or one too short to check, a bare "No.") is shown as the evidence itself.
@@ -16,16 +19,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Protocol
 
 import numpy as np
 
-from retrieval.answer.citations import Citation, Linker, cite_evidence, make_citations, neutralise, says_not_found
+from retrieval.answer.citations import Citation, Linker, cite_evidence, neutralise, says_not_found
 from retrieval.answer.evidence import SourceSentence, most_relevant, number_sentences, question_weights
+from retrieval.answer.pointers import point_at
 from retrieval.answer.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.answer.rewrite import Rewrite, widen
 from retrieval.answer.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
+from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import LanguageModel, OnToken
-from retrieval.search import GateConfig, GateDecision, Searcher, SearchResult, decide
+from retrieval.search import GateConfig, GateDecision, Searcher, SearchResult, Verdict, decide
 from retrieval.types import Hit
 
 DOCS_SAY = "The docs say:"
@@ -52,15 +58,23 @@ class Outcome(StrEnum):
     """How a question ended, as a value: /metrics counts each kind, the gaps record keeps it."""
 
     ANSWERED = "answered"  # every sentence shown is backed by the evidence it cites
+    POINTED = "pointed"  # not sure: the closest passages were shown, plainly not an answer
     REFUSED_GATE = "refused_gate"  # nothing relevant enough (or nothing in scope): the model was not asked
-    REFUSED_MODEL = "refused_model"  # the model wrote [0]: the sources it read do not answer
+    REFUSED_MODEL = "refused_model"  # (an older Footnote's) the model wrote [0]; now such a question is pointed
     CLAIMS_REMOVED = "claims_removed"  # the check removed every sentence the model wrote; the evidence is quoted
     ERROR = "error"  # no answer: the model or the service failed
 
     @property
     def refused(self) -> bool:
-        """No answer was shown (what ``Answer.refused`` says)."""
+        """Neither an answer nor the passages were shown (what ``Answer.refused`` says)."""
         return self in (Outcome.REFUSED_GATE, Outcome.REFUSED_MODEL, Outcome.ERROR)
+
+    @property
+    def kind(self) -> str:
+        """The three outcomes people see: ``answered``, ``pointed`` or ``refused``."""
+        if self is Outcome.POINTED:
+            return "pointed"
+        return "refused" if self.refused else "answered"
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,8 @@ class Answer:
     reason: str  # for people; ``outcome`` is the kind, as a value
     text: str
     citations: list[Citation]  # the evidence the answer cites, numbered as in the text
-    consulted: list[Citation] = field(default_factory=list)  # passages read when the model found no answer
+    consulted: list[Citation] = field(default_factory=list)  # (an older Footnote's) passages the model read
+    pointers: list[Citation] = field(default_factory=list)  # the closest passages, when pointed
     nearest: list[str] = field(default_factory=list)  # closest documents, for refusals
     gate: float = 0.0
     collection: str | None = None  # the folders searched, when the asker's channel is scoped
@@ -79,6 +94,16 @@ class Answer:
     outcome: Outcome = Outcome.ANSWERED
     # The question's vector as the search embedded it (with its thread's context), for grouping by meaning.
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)
+    learned: str | None = None  # the confirmed pair the answer came from (its id), if it did
+
+    @property
+    def kind(self) -> str:
+        """``answered``, ``pointed`` or ``refused``."""
+        return self.outcome.kind
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome.kind == "answered"
 
     def __post_init__(self) -> None:
         if self.refused != self.outcome.refused:
@@ -93,6 +118,40 @@ def _nearest_docs(hits: Sequence[Hit], n: int = 3) -> list[str]:
         if len(out) == n:
             break
     return out
+
+
+class Quoted(Protocol):
+    """A passage as a confirmation names it (a citation, a pointer, or a click's record of one)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+    @property
+    def quote(self) -> str: ...
+
+
+@dataclass
+class _Turn:
+    """One question on its way through the service: what search found, the refusal every
+    outcome starts from, and the timings so far."""
+
+    searcher: Searcher
+    result: SearchResult
+    base: Answer
+    context: Sequence[str]
+    on_token: OnToken | None
+    timings: dict[str, float]
+    t0: float
+
+    def done(self) -> dict[str, float]:
+        self.timings["total"] = (time.perf_counter() - self.t0) * 1000
+        return self.timings
 
 
 class _PartialText:
@@ -130,6 +189,7 @@ class AnswerService:
         support: SupportConfig | None = None,
         deadline_s: float | None = None,  # None: the model's own deadline
         rewriter: Rewrite | None = None,
+        learned: LearnedPairs | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -141,6 +201,7 @@ class AnswerService:
         self.support = support or SupportConfig()
         self.deadline_s = deadline_s
         self.rewriter = rewriter  # the question in the documents' words (retrieval.answer.rewrite), or None
+        self.learned = learned  # the team's confirmed pairs, or None (nothing is learned)
 
     def answer(
         self,
@@ -160,7 +221,9 @@ class AnswerService:
         t = time.perf_counter()
         decision = decide(result, self.gate, self.max_sources)
         timings["gate"] = (time.perf_counter() - t) * 1000
-        nearest = _nearest_docs(result.hits)
+        t = time.perf_counter()
+        match = self._learned(searcher, question, context, result, folders)
+        timings["learned"] = (time.perf_counter() - t) * 1000
         # Every outcome starts as a refusal that names where Footnote looked.
         base = Answer(
             question,
@@ -168,34 +231,42 @@ class AnswerService:
             decision.reason,
             "",
             [],
-            nearest=nearest,
+            nearest=_nearest_docs(result.hits),
             gate=decision.signal,
             collection=collection,
             outcome=Outcome.REFUSED_GATE,
             vector=result.query_vector,
         )
-        if not decision.answerable:
+        turn = _Turn(searcher, result, base, context, on_token, timings, t0)
+        if match is not None:
+            return self._from_pair(turn, match)
+        if decision.verdict is Verdict.REFUSE:
             reason = decision.reason
             if collection and not result.hits:
                 reason = f"no documents in {collection}"
-            timings["total"] = (time.perf_counter() - t0) * 1000
-            return replace(base, reason=reason, timings=timings)
-
+            return replace(base, reason=reason, timings=turn.done())
+        if decision.verdict is Verdict.POINT:
+            return self._pointed(turn, decision.sources, decision.reason)
         if self.rewriter is not None:
-            result, decision = self._rewritten(self.rewriter, searcher, result, decision, context, folders, timings)
-        sources = decision.sources
+            turn.result, decision = self._rewritten(self.rewriter, turn, decision, folders)
         snap = searcher.snapshot
-        sentences = number_sentences(sources, snap.sentence_rows_of)
+        sentences = number_sentences(decision.sources, snap.sentence_rows_of)
         question_idf = question_weights(question, snap.bm25.idf)
-        sentences = most_relevant(sentences, result.query_vector, self.max_sentences, question_idf)
+        sentences = most_relevant(sentences, turn.result.query_vector, self.max_sentences, question_idf)
+        return self._written(turn, decision.sources, sentences)
+
+    def _written(self, turn: _Turn, sources: list[Hit], sentences: list[SourceSentence]) -> Answer:
+        """The model writes from ``sentences``; every sentence it writes is checked and cited.
+        When it finds no answer in them, the passages are pointed at instead."""
+        question, timings = turn.base.question, turn.timings
+        question_idf = question_weights(question, turn.searcher.snapshot.bm25.idf)
         if not sentences:
             # Every sentence that matched is an instruction planted for an assistant.
-            timings["total"] = (time.perf_counter() - t0) * 1000
-            return replace(base, reason="the matching passages hold no statement to cite", timings=timings)
+            return replace(turn.base, reason="the matching passages hold no statement to cite", timings=turn.done())
         model = self._model()
         grammar = AnswerFormat(len(sentences))
-        messages = build_prompt(question, sentences, context)
-        stream = _PartialText(on_token)
+        messages = build_prompt(question, sentences, turn.context)
+        stream = _PartialText(turn.on_token)
         t = time.perf_counter()
         raw = model.complete(messages, self.max_tokens, stream, grammar=grammar, deadline_s=self.deadline_s)
         done = time.perf_counter()
@@ -204,27 +275,16 @@ class AnswerService:
         constrained = bool(getattr(model, "supports_grammar", False))
         claims = parse_claims(neutralise(raw))
         if says_nothing_found(claims) or (not constrained and all(c.cite == 0 for c in claims) and says_not_found(raw)):
-            timings["total"] = (time.perf_counter() - t0) * 1000
-            consulted = make_citations(list(sources), self.links)
-            check_ = AnswerCheck(len(claims), constrained=constrained)
-            reason = "the model found no answer in the sources"
-            return replace(
-                base,
-                reason=reason,
-                consulted=consulted,
-                check=check_,
-                timings=timings,
-                outcome=Outcome.REFUSED_MODEL,
-            )
+            pointed = self._pointed(turn, sources, "the model found no answer in the closest passages")
+            return replace(pointed, check=AnswerCheck(len(claims), constrained=constrained))
 
         t = time.perf_counter()
         # The question's vector is the one search already made (with the thread's context).
-        qvec = result.query_vector
-        claim_vecs, sentences = self._vectors(searcher, [c.text for c in claims], sentences)
+        qvec = turn.result.query_vector
+        claim_vecs, sentences = self._vectors(turn.searcher, [c.text for c in claims], sentences)
         checked = check(claims, claim_vecs, sentences, self.support, question)
         text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0])
         timings["check"] = (time.perf_counter() - t) * 1000
-        timings["total"] = (time.perf_counter() - t0) * 1000
         summary = AnswerCheck(
             claims=len(claims),
             kept=len(checked.claims) if not shown_as_evidence else 0,
@@ -238,34 +298,111 @@ class AnswerService:
         # Nothing the model wrote survived the check (a bare "No." is not removed: it is too short to check).
         outcome = Outcome.CLAIMS_REMOVED if shown_as_evidence and checked.removed else Outcome.ANSWERED
         return replace(
-            base,
+            turn.base,
             refused=False,
             reason="answered",
             text=text,
             citations=cited,
             check=summary,
-            timings=timings,
+            timings=turn.done(),
             outcome=outcome,
         )
 
-    def _rewritten(
+    def _pointed(self, turn: _Turn, sources: Sequence[Hit], reason: str) -> Answer:
+        """Not sure: the closest passages, each one's best sentence quoted (no model call)."""
+        snap = turn.searcher.snapshot
+        idf = question_weights(turn.base.question, snap.bm25.idf)
+        pointers = point_at(sources, turn.result.query_vector, idf, snap.sentence_rows_of, self.links)
+        if not pointers:  # every passage holds only text planted for an assistant
+            return replace(turn.base, reason="the matching passages hold no statement to show", timings=turn.done())
+        done = turn.done()
+        return replace(
+            turn.base, refused=False, reason=reason, pointers=pointers, timings=done, outcome=Outcome.POINTED
+        )
+
+    def _learned(
         self,
-        rewriter: Rewrite,
         searcher: Searcher,
-        result: SearchResult,
-        decision: GateDecision,
+        question: str,
         context: Sequence[str],
+        result: SearchResult,
         folders: Sequence[str] | None,
-        timings: dict[str, float],
+    ) -> Match | None:
+        """The confirmed pair this message reads like, in its scope (the message alone, not its thread)."""
+        if self.learned is None or not result.hits:
+            return None
+        vector = result.query_vector if not context else searcher.embedder.embed([question])[0]
+        if vector is None:
+            return None
+        return self.learned.match(vector, folders, searcher.snapshot, result.hits[0].chunk)
+
+    def _from_pair(self, turn: _Turn, match: Match) -> Answer:
+        """A confident answer from the passage a teammate confirmed for a message like this one:
+        the model reads that passage, as one numbered source, and cites it or finds no answer
+        (then the passages are pointed at, the confirmed one first)."""
+        snap = turn.searcher.snapshot
+        chunk = snap.chunks[match.chunk]
+        q = turn.result.query_vector
+        distance = float(1.0 - snap.vectors[match.chunk] @ q) if q is not None else 0.0
+        confirmed = Hit(chunk, 1.0, distance, {"learned": match.cosine})
+        sources = [confirmed, *[h for h in turn.result.hits if h.chunk.id != chunk.id][: self.max_sources - 1]]
+        p = match.pair
+        # The passage as confirmed is one source: what the teammate saw is what is cited.
+        sentences = [SourceSentence(1, 1, confirmed, p.start, p.end, p.quote)]
+        turn.base = replace(
+            turn.base, learned=p.id, reason="a teammate confirmed this passage for a message like this one"
+        )
+        return self._written(turn, sources, sentences)
+
+    # -- learning from confirmations --------------------------------------------------------
+
+    def confirm(self, message: str, passage: Quoted, folders: Sequence[str] | None, user: str, via: str) -> Pair | None:
+        """Keep that ``passage`` answers ``message`` (in the scope of ``folders``); None, and
+        nothing kept, when the learned pairs are off or its words are no longer where it says."""
+        if self.learned is None or not message.strip():
+            return None
+        searcher = self._searcher()
+        snap = searcher.snapshot
+        where = holder(snap, passage.path, passage.start, passage.end)
+        if where is None:
+            return None
+        c = snap.chunks[where]
+        if c.content[passage.start - c.start : passage.end - c.start] != passage.quote:
+            return None
+        vector = searcher.embedder.embed([message])[0]
+        return self.learned.confirm(
+            message, vector, folders, passage.path, passage.start, passage.end, passage.quote, user, via
+        )
+
+    def forget(self, pair_id: str) -> bool:
+        """Remove a learned pair (a 👎 on an answer that came from it, or an operator's choice)."""
+        return self.learned.forget(pair_id) if self.learned is not None else False
+
+    def candidates(self, question: str, folders: Sequence[str] | None = None, k: int = 20) -> list[Citation]:
+        """Every passage ``question`` could be confirmed with: each sentence of its top ``k``
+        passages, and the excerpts its pointers would quote (what ``footnote confirm`` resolves
+        a citation's or a pointer's url or locator against)."""
+        searcher = self._searcher()
+        snap = searcher.snapshot
+        result = searcher.search(question, k=k, folders=folders)
+        idf = question_weights(question, snap.bm25.idf)
+        out = point_at(result.hits, result.query_vector, idf, snap.sentence_rows_of, self.links, n=k)
+        for s in number_sentences(result.hits, snap.sentence_rows_of):
+            out.append(cite_evidence(len(out) + 1, s, self.links))
+        return out
+
+    def _rewritten(
+        self, rewriter: Rewrite, turn: _Turn, decision: GateDecision, folders: Sequence[str] | None
     ) -> tuple[SearchResult, GateDecision]:
         """After the gate let the question through: its sources, widened by a rewrite of it."""
+        result, timings = turn.result, turn.timings
         t = time.perf_counter()
-        rewritten = rewriter(result.query, context)
+        rewritten = rewriter(result.query, turn.context)
         timings["rewrite"] = (time.perf_counter() - t) * 1000
         if not rewritten:
             return result, decision
         t = time.perf_counter()
-        wider = widen(searcher, result, rewritten, 20, context, folders)
+        wider = widen(turn.searcher, result, rewritten, 20, turn.context, folders)
         timings["search_rewrite"] = (time.perf_counter() - t) * 1000
         again = decide(wider, self.gate, self.max_sources)  # the same signal: only the passages differ
         return (wider, again) if again.answerable else (result, decision)

@@ -1,7 +1,12 @@
 """Answer-level evaluation (``footnote eval --answers``): what a reader gets, not only
 what the retriever found.
 
-Per question: answered or refused; whether the answer cites; whether a cited
+Per question, its outcome: answered, pointed at the closest passages, or refused; for an
+answerable question, whether the needle was *cited* (in an answer's cited span) or
+*quoted* (in a pointer), or neither; a refused answerable question is a dead end. With
+``replay`` (``--replay FIRST.jsonl``), FIRST's questions are asked and confirmed wherever
+their needle was shown (the click a satisfied teammate makes) before the questions are
+scored: what a team gets once it has taught Footnote its words. Also: whether the answer cites; whether a cited
 evidence span contains the needle (the verbatim sentence that answers it: it cannot
 exceed retrieval's R@4, so both are reported); the share of the needle's content
 words in the answer text; what the support check removed or re-attributed; and the
@@ -17,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from retrieval.answer import Answer, AnswerService, Outcome, content_words
+from retrieval.answer import Answer, AnswerService, Citation, Outcome, content_words
 from retrieval.errors import FootnoteError
 from retrieval.evaluation.metrics import normalise, sign_test, styles_of, wilson
 
@@ -40,10 +45,36 @@ class AnswerRow:
     shown_as_evidence: bool
     seconds: float
     text: str
+    outcome: str = ""  # answered, pointed or refused ("" in an older run's rows: refused or answered)
+    quoted: bool = False  # pointed, and a pointer's quote contains the whole needle
+    learned: bool = False  # answered from a confirmed pair
+
+    @property
+    def kind(self) -> str:
+        return self.outcome or ("refused" if self.refused else "answered")
 
     @property
     def answered(self) -> bool:
-        return not self.refused
+        return self.kind == "answered"
+
+    @property
+    def pointed(self) -> bool:
+        return self.kind == "pointed"
+
+    @property
+    def shown(self) -> bool:
+        """The needle was put in front of the reader: cited in an answer, or quoted by a pointer."""
+        return self.evidence_hit or self.quoted
+
+    @property
+    def dead_end(self) -> bool:
+        """Answerable, yet refused."""
+        return not self.ood and self.kind == "refused"
+
+    @property
+    def reached(self) -> bool:
+        """Not a dead end: answered or pointed at passages (for paired tests, where more is better)."""
+        return self.kind != "refused"
 
 
 def needle_share(needle: str, text: str) -> float:
@@ -51,8 +82,14 @@ def needle_share(needle: str, text: str) -> float:
     return len(want & content_words(text)) / len(want) if want else 0.0
 
 
+def holds(needle: str, quotes: Sequence[Citation]) -> Citation | None:
+    """The first of ``quotes`` whose words contain the whole needle (whitespace folded)."""
+    want = normalise(needle)
+    return next((c for c in quotes if want and want in normalise(c.quote)), None)
+
+
 def score(qid: str, style: str, question: str, needle: str, a: Answer, seconds: float, ood: bool) -> AnswerRow:
-    hit = bool(needle) and any(normalise(needle) in normalise(c.quote) for c in a.citations)
+    hit = bool(needle) and holds(needle, a.citations) is not None
     return AnswerRow(
         qid,
         style,
@@ -68,6 +105,9 @@ def score(qid: str, style: str, question: str, needle: str, a: Answer, seconds: 
         a.check.shown_as_evidence,
         seconds,
         a.text,
+        a.kind,
+        a.kind == "pointed" and bool(needle) and holds(needle, a.pointers) is not None,
+        a.learned is not None and a.answered,
     )
 
 
@@ -89,6 +129,23 @@ def run_answers(
     return rows
 
 
+def replay(service: AnswerService, first: Sequence[Any], progress: Progress = lambda _m: None) -> int:
+    """Ask each of ``first`` and confirm the passage that showed its needle (a cited span, or a
+    pointer's quote), as a satisfied teammate would click; how many were confirmed."""
+    confirmed = 0
+    for i, q in enumerate(first, start=1):
+        try:
+            a = service.answer(q.question)
+        except FootnoteError:
+            continue
+        shown = holds(q.needle, a.citations if a.answered else a.pointers) if q.needle else None
+        if shown is not None and service.confirm(q.question, shown, None, "replay", "replay") is not None:
+            confirmed += 1
+        if i % 10 == 0 or i == len(first):
+            progress(f"replay {i}/{len(first)}, {confirmed} confirmed")
+    return confirmed
+
+
 def _share(k: int, n: int) -> dict[str, Any]:
     lo, hi = wilson(k, n)
     return {"k": k, "n": n, "share": k / n if n else 0.0, "wilson": [round(lo, 4), round(hi, 4)]}
@@ -103,8 +160,22 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
     inside = [r for r in rows if not r.ood]
     outside = [r for r in rows if r.ood]
     answered = [r for r in inside if r.answered]
-    model_times = [r.seconds for r in rows if r.answered or r.reason == "the model found no answer in the sources"]
+    model_times = [r.seconds for r in rows if r.answered or r.reason.startswith("the model found no answer")]
+    pointed = [r for r in rows if r.pointed]
     return {
+        "outcomes": {
+            "cited": _share(sum(r.evidence_hit for r in inside), len(inside)),
+            "answered_not_cited": _share(sum(r.answered and not r.evidence_hit for r in inside), len(inside)),
+            "quoted": _share(sum(r.quoted for r in inside), len(inside)),
+            "pointed_not_quoted": _share(sum(r.pointed and not r.quoted for r in inside), len(inside)),
+            "dead_ends": _share(sum(r.dead_end for r in inside), len(inside)),
+            "shown": _share(sum(r.shown for r in inside), len(inside)),
+            "learned": sum(r.learned for r in rows),
+            "ood_answered": _share(sum(r.answered for r in outside), len(outside)),
+            "ood_pointed": _share(sum(r.pointed for r in outside), len(outside)),
+            "ood_refused": _share(sum(r.kind == "refused" for r in outside), len(outside)),
+            "pointer_seconds_p50": _pct([r.seconds for r in pointed], 0.5),
+        },
         "questions": len(inside),
         "answered": _share(len(answered), len(inside)),
         "refused": _share(len(inside) - len(answered), len(inside)),
@@ -130,13 +201,28 @@ def by_style(rows: Sequence[AnswerRow]) -> dict[str, list[AnswerRow]]:
     return dict(sorted(out.items()))
 
 
-def compare(a: Sequence[AnswerRow], b: Sequence[AnswerRow], metric: str) -> dict[str, Any]:
-    """Paired sign test of two runs on the same questions for a yes/no metric (e.g. evidence_hit)."""
+# The paired metrics: on answerable questions more is better; on unanswerable ones, fewer answered.
+PAIRED = ("shown", "evidence_hit", "answered", "reached")
+
+
+def compare(a: Sequence[AnswerRow], b: Sequence[AnswerRow], metric: str, ood: bool = False) -> dict[str, Any]:
+    """Paired sign test of two runs on the same questions for a yes/no metric (e.g. evidence_hit,
+    shown), over the answerable questions, or with ``ood`` the unanswerable ones ("+" = more of it)."""
     by_id = {(r.id, r.question): r for r in b}
-    pairs = [(getattr(r, metric), getattr(by_id[(r.id, r.question)], metric)) for r in a if (r.id, r.question) in by_id]
+    pairs = [
+        (getattr(r, metric), getattr(by_id[(r.id, r.question)], metric))
+        for r in a
+        if r.ood == ood and (r.id, r.question) in by_id
+    ]
     wins = sum(x and not y for x, y in pairs)
     losses = sum(y and not x for x, y in pairs)
-    return {"metric": metric, "pairs": len(pairs), "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+    name = f"unanswerable {metric}" if ood else metric
+    return {"metric": name, "pairs": len(pairs), "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+
+
+def compare_all(a: Sequence[AnswerRow], b: Sequence[AnswerRow]) -> list[dict[str, Any]]:
+    """Every paired metric on the answerable questions, and answered on the unanswerable ones."""
+    return [*(compare(a, b, m) for m in PAIRED), compare(a, b, "answered", ood=True)]
 
 
 def rows_json(rows: Sequence[AnswerRow]) -> list[dict[str, Any]]:
@@ -144,4 +230,5 @@ def rows_json(rows: Sequence[AnswerRow]) -> list[dict[str, Any]]:
 
 
 def rows_from_json(data: Sequence[dict[str, Any]]) -> list[AnswerRow]:
-    return [AnswerRow(**d) for d in data]
+    fields = set(AnswerRow.__dataclass_fields__)
+    return [AnswerRow(**{k: v for k, v in d.items() if k in fields}) for d in data]

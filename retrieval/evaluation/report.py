@@ -175,14 +175,30 @@ def format_answers(answers: dict[str, Any]) -> str:
         f"{s['shown_as_evidence']} answers shown as the evidence itself",
         f"  answer time (model called): p50 {s['seconds_p50']:.2f} s, p95 {s['seconds_p95']:.2f} s",
     ]
+    if answers.get("replayed") is not None:
+        lines.append(f"  replayed {answers['replay_file']}: {answers['replayed']} passages confirmed before scoring")
     for p in answers.get("paired", []):
-        lines.append(f"  vs earlier run, {p['metric']:13} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
-    for style, st in answers.get("by_style", {}).items():
-        lines.append(
-            f"  {style:10} answered {st['answered']['k']}/{st['answered']['n']}, needle cited "
-            f"{st['evidence_hit']['k']}/{st['evidence_hit']['n']}, unanswerable answered "
-            f"{st['ood_answered']['k']}/{st['ood_answered']['n']}"
-        )
+        lines.append(f"  vs earlier run, {p['metric']:21} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
+    lines += [
+        "",
+        "Outcomes (answerable: needle cited in an answer / answered, not cited / needle quoted by a pointer /",
+        "pointed, not quoted / dead ends, i.e. refused; unanswerable: answered / pointed / refused):",
+    ]
+    styles = answers.get("by_style") or {"all": s}
+    for style, st in styles.items():
+        lines.append(_outcome_line(style, st["outcomes"]))
         for p in answers.get("paired_by_style", {}).get(style, []):
-            lines.append(f"    vs earlier run, {p['metric']:13} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
+            lines.append(f"    vs earlier run, {p['metric']:21} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
     return "\n".join(lines)
+
+
+def _outcome_line(style: str, o: dict[str, Any]) -> str:
+    def k(name: str) -> str:
+        return f"{o[name]['k']}/{o[name]['n']}"
+
+    return (
+        f"  {style:10} cited {k('cited')}, answered {o['answered_not_cited']['k']}, quoted {k('quoted')}, "
+        f"pointed {o['pointed_not_quoted']['k']}, dead ends {o['dead_ends']['k']} (shown {k('shown')}; "
+        f"{o['learned']} from learned pairs) | unanswerable answered {k('ood_answered')}, pointed "
+        f"{o['ood_pointed']['k']}, refused {o['ood_refused']['k']}; pointer p50 {o['pointer_seconds_p50'] * 1000:.0f} ms"
+    )

@@ -23,14 +23,15 @@ from retrieval.index.manifest import (
     Stamps,
     totals,
 )
-from retrieval.index.records import Fields, MemoryRecords, Scalar, SharedRecords
+from retrieval.index.records import Fields, MemoryRecords, Scalar, SharedRecords, SqliteRecords
 from retrieval.index.snapshot import Snapshot
-from retrieval.index.storage import Storage, open_storage
+from retrieval.index.storage import RECORDS, Storage, open_storage
 from retrieval.index.store import ChromaStore, StoredIndex, VectorStore
 
 __all__ = [
     "FAILED",
     "INDEXED",
+    "RECORDS",
     "STALE",
     "STOPWORDS",
     "WRITING",
@@ -48,6 +49,7 @@ __all__ = [
     "SharedRecords",
     "Snapshot",
     "SqliteManifest",
+    "SqliteRecords",
     "Stamps",
     "Storage",
     "StoredIndex",

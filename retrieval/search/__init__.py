@@ -1,7 +1,7 @@
 """Search: rank an index's passages for a question, and decide whether any answers it.
 
 Dense candidates (an exact cosine scan) plus BM25, fused, then reranked; the gate's
-signal says whether anything is relevant at all, and self-calibrates its threshold on
+signal says whether to answer, to point at the closest passages, or to refuse, and self-calibrates its threshold on
 the team's own corpus. The :class:`Engine` keeps one docs folder's index in sync and
 its searcher current. To change the gate: ``gate.py`` (the signal and the decision) and
 ``calibration.py`` (how its threshold is chosen).
@@ -21,12 +21,22 @@ from retrieval.search.calibration import (
     round_thresholds,
 )
 from retrieval.search.engine import Engine, EngineConfig, FolderMismatch, LastSync, adopt_folder, check_folder
-from retrieval.search.gate import DEFAULT_THRESHOLD, GateConfig, GateDecision, decide, gate_signal
+from retrieval.search.gate import (
+    DEFAULT_POINT_THRESHOLD,
+    DEFAULT_THRESHOLD,
+    GateConfig,
+    GateDecision,
+    Thresholds,
+    Verdict,
+    decide,
+    gate_signal,
+)
 from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
 from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker
 from retrieval.search.searcher import FUSIONS, SearchConfig, Searcher, SearchResult, reciprocal_rank
 
 __all__ = [
+    "DEFAULT_POINT_THRESHOLD",
     "DEFAULT_THRESHOLD",
     "FOOTNOTE",
     "FUSIONS",
@@ -53,6 +63,8 @@ __all__ = [
     "Searcher",
     "SentenceReranker",
     "SweepPoint",
+    "Thresholds",
+    "Verdict",
     "adopt_folder",
     "check_folder",
     "decide",

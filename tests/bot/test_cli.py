@@ -231,6 +231,8 @@ def test_ask_records_its_outcome_gaps_groups_it_and_purge_leaves_nothing(
 ) -> None:
     _, data = env
     monkeypatch.setenv("FOOTNOTE_EMBED_RUNTIME", "torch-fp32")  # no runtime measurement in a fresh data dir
+    monkeypatch.setenv("FOOTNOTE_GATE_THRESHOLD", "0.7")  # the SEV1 question below is answered, not pointed at
+    monkeypatch.setenv("FOOTNOTE_GATE_POINT_THRESHOLD", "1.0")
     runner = CliRunner()
     assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
     asked = ["How do I renew my Spanish passport?", "How long does a passport renewal take?"]
@@ -405,3 +407,39 @@ def test_status_lists_text_planted_for_an_assistant_with_its_range(env: tuple[Pa
     assert flag["path"] == "laptops.md" and text[flag["start"] : flag["end"]] == flag["text"] == planted
     res = runner.invoke(main, ["status"])
     assert f"flagged        laptops.md  #char={flag['start']},{flag['end']}  “{planted}”" in res.output
+
+
+def test_ask_json_points_and_confirm_records_what_the_button_records(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOOTNOTE_EMBED_RUNTIME", "torch-fp32")  # no runtime measurement in a fresh data dir
+    monkeypatch.setenv("FOOTNOTE_GATE_THRESHOLD", "0.5")  # the chatty SEV1 page (0.95) is then pointed at
+    monkeypatch.setenv("FOOTNOTE_GATE_POINT_THRESHOLD", "1.2")
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    question = "got paged for a sev1, how long until I have to ack it?"
+    res = runner.invoke(main, ["ask", "--json", question])  # pointing loads no model
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["outcome"] == "pointed" and out["citations"] == [] and out["answer"] == ""
+    first = out["pointers"][0]
+    assert {"n", "doc", "section", "quote", "url", "locator", "from", "to"} <= set(first)
+    assert "acknowledge the page within 5 minutes" in first["quote"] and first["locator"].startswith("#char=")
+    search = json.loads(runner.invoke(main, ["search", "--json", question]).output)
+    assert search["outcome"] == "pointed" and not search["answerable"]
+
+    res = runner.invoke(main, ["confirm", question, "--source", "#char=1,2"])
+    assert res.exit_code == 1 and "none of the passages" in res.output  # one line, nothing kept
+    for source in (first["url"], first["locator"]):  # either names it
+        res = runner.invoke(main, ["confirm", question, "--source", source, "--json"])
+        assert res.exit_code == 0, res.output
+    pair = json.loads(res.output)
+    assert pair["path"] == first["path"] and (pair["start"], pair["end"]) == (first["from"], first["to"])
+    assert pair["quote"] == first["quote"] and pair["scope"] == "*" and pair["via"] == "cli"
+    listed = [json.loads(line) for line in runner.invoke(main, ["feedback", "--learned", "--json"]).output.splitlines()]
+    assert [p["id"] for p in listed] == [pair["id"]]  # confirmed twice: one pair
+    assert pair["id"] in runner.invoke(main, ["feedback", "--learned"]).output
+    assert runner.invoke(main, ["feedback", "--forget", pair["id"]]).exit_code == 0
+    assert "No learned pairs" in runner.invoke(main, ["feedback", "--learned"]).output
+    res = runner.invoke(main, ["feedback", "--forget", pair["id"]])
+    assert res.exit_code == 1 and "no learned pair" in res.output

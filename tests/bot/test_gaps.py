@@ -45,7 +45,14 @@ def test_a_recorded_question_keeps_everything_the_issue_names(tmp_path: Path) ->
     assert (e.outcome, e.scope, e.vector, e.nearest, e.gate) == (Outcome.ERROR, None, None, (), None)
     assert rec.vote("f1", "down") and not rec.vote("unknown", "up")
     assert rec.asked()[0].down == 1
-    assert rec.outcomes() == {"answered": 0, "refused_gate": 1, "refused_model": 0, "claims_removed": 0, "error": 1}
+    assert rec.outcomes() == {
+        "answered": 0,
+        "pointed": 0,
+        "refused_gate": 1,
+        "refused_model": 0,
+        "claims_removed": 0,
+        "error": 1,
+    }
 
 
 def test_retention_deletes_what_is_older_than_the_kept_days(tmp_path: Path) -> None:

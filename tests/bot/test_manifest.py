@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from bot.builder import build_slack_bot
+from retrieval.search.gate import GateConfig
 from testkit.fakes import ScriptedModel
 from testkit.slack import FakeSlack
 
@@ -15,7 +16,6 @@ MANIFEST = Path(__file__).resolve().parents[2] / "config" / "slack_manifest.yaml
 
 def test_manifest_subscribes_to_what_the_bot_handles(tmp_path: Path) -> None:
     from retrieval.answer import AnswerService
-    from retrieval.search import GateConfig
 
     slack = FakeSlack()  # Bolt asks auth.test when the app is built
     try:

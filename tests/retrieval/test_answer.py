@@ -20,11 +20,11 @@ from retrieval.models.llm import LanguageModel, LlamaCppModel
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
 from testkit.fakes import ScriptedModel
-from tests.conftest import EXAMPLES
+from tests.conftest import ANSWERING, EXAMPLES
 
 
 def _service(engine: Engine, model: LanguageModel, **kw: int) -> AnswerService:
-    return AnswerService(engine.searcher, lambda: model, GateConfig(), links=Linker(docs_dir=EXAMPLES), **kw)  # type: ignore[arg-type]
+    return AnswerService(engine.searcher, lambda: model, ANSWERING, links=Linker(docs_dir=EXAMPLES), **kw)  # type: ignore[arg-type]
 
 
 def _doc(path: str) -> str:
@@ -110,10 +110,10 @@ def test_a_bare_number_is_shown_with_the_sentence_that_holds_it(examples_engine:
     assert "25 days of paid holiday" in c.quote and a.text == f"{DOCS_SAY} «{c.quote}» [1]"
 
 
-def test_the_model_finding_nothing_is_a_refusal_with_sources_consulted(examples_engine: Engine) -> None:
+def test_the_model_finding_nothing_points_at_the_passages_it_read(examples_engine: Engine) -> None:
     a = _service(examples_engine, ScriptedModel("[0]")).answer(SEV1)
-    assert a.refused and a.reason == "the model found no answer in the sources"
-    assert a.consulted and not a.citations
+    assert a.outcome is Outcome.POINTED and a.reason == "the model found no answer in the closest passages"
+    assert a.pointers and not a.citations and not a.refused
 
 
 def test_links_and_mentions_never_get_through(examples_engine: Engine) -> None:
@@ -152,7 +152,7 @@ def test_quoted_phrase_absent_from_every_source_is_refused_without_the_model(exa
         (SEV1, "[{ack}] The on-call engineer must acknowledge the page within 5 minutes.", Outcome.ANSWERED),
         (SEV1, "[{ack}] No.", Outcome.ANSWERED),  # too short to check: the evidence is shown, nothing was removed
         (SEV1, "[{ack}] Pagers are issued by the facilities team in Aarhus.", Outcome.CLAIMS_REMOVED),
-        (SEV1, "[0]", Outcome.REFUSED_MODEL),
+        (SEV1, "[0]", Outcome.POINTED),
         ("How do I renew my Spanish passport?", "[1] never asked", Outcome.REFUSED_GATE),
     ],
 )

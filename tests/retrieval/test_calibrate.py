@@ -28,7 +28,7 @@ from retrieval.search.calibration import (
     signals_of,
 )
 from retrieval.search.engine import Engine
-from retrieval.search.gate import DEFAULT_THRESHOLD, GateConfig, decide
+from retrieval.search.gate import GateConfig, decide
 from retrieval.search.searcher import SearchResult
 from retrieval.types import Chunk, Hit
 from tests.conftest import make_engine
@@ -169,20 +169,22 @@ def test_choose_threshold_lets_through_at_most_the_target() -> None:
     assert choose_threshold([], 0.05, 0.7) == 0.7
 
 
-def test_calibration_is_stricter_where_the_fixed_default_bluffs(handbook: Engine) -> None:
+def test_calibration_is_stricter_where_a_loose_fixed_threshold_bluffs(handbook: Engine) -> None:
+    loose = 0.70  # an older Footnote's fixed default
     searcher = handbook.searcher()
     facts = cal_mod.facts_for(searcher, KNOWN_OOD)
-    fixed_bluffs = sum(s <= DEFAULT_THRESHOLD for s in signals_of(facts, 0.5, 0.0))
-    assert fixed_bluffs / len(KNOWN_OOD) > 0.05  # the premise: the fixed default bluffs on this corpus
+    fixed_bluffs = sum(s <= loose for s in signals_of(facts, 0.5, 0.0))
+    assert fixed_bluffs / len(KNOWN_OOD) > 0.05  # the premise: it bluffs on this corpus
 
     c = calibrate(searcher, SMALL, generation=1, generic=KNOWN_OOD)
-    assert c.threshold < DEFAULT_THRESHOLD
+    assert c.threshold < loose
     assert sum(s <= c.threshold for s in signals_of(facts, 0.5, 0.0)) / len(KNOWN_OOD) <= SMALL.target_bluff
-    assert c.est_bluff <= SMALL.target_bluff and 0.0 <= c.est_refused < 0.5
+    assert c.est_bluff <= SMALL.target_bluff and 0.0 <= c.est_in_refused < 0.5
+    assert c.thresholds[1] >= c.threshold  # pointing starts where answering stops
     assert c.n_in == 40 and c.n_ood == len(KNOWN_OOD) and c.n_near == 40
     assert any(p.threshold == c.threshold for p in c.sweep)
     # The gate, given this calibration, refuses what the fixed threshold let through.
-    gate = GateConfig(DEFAULT_THRESHOLD, calibrated=lambda: c.threshold)
+    gate = GateConfig(loose, calibrated=lambda: c.thresholds)
     results = [searcher.search(q) for q in KNOWN_OOD]
     assert sum(decide(r, gate, 4).answerable for r in results) < fixed_bluffs
 
@@ -294,7 +296,7 @@ def test_the_cross_validation_picks_the_weights_that_separate_best() -> None:
 def test_status_shows_the_calibration() -> None:
     c = _fake_calibration(0.612, "k")
     text = status_text(Health(3, {}, {}, 10, calibration=c))
-    assert "Gate: threshold 0.612" in text and "refused 10.0%" in text
+    assert "Gate: answers at ≤ 0.612" in text and "pointed at 10.0%" in text
     assert "Gate:" not in status_text(Health(3, {}, {}, 10))
 
 
@@ -334,15 +336,25 @@ def test_probes_scan_sentences_only_when_the_weights_read_them(handbook: Engine)
     assert weighted.in_domain == scanned.in_domain  # a weight that reads it scans by itself
 
 
-def test_out_of_domain_probes_that_read_like_the_corpus_cannot_make_it_refuse_the_corpus() -> None:
-    # A handbook asked "Can I expense a conference ticket?": the near-domain probes score like
-    # the corpus's own, and holding them to the bluff target would refuse most of it.
+def test_the_assert_threshold_is_the_median_probe_unless_the_off_topic_probes_read_like_the_corpus() -> None:
     inside = [(0.30 + 0.005 * i, 0.3, 1.0) for i in range(100)]  # signals 0.30 .. 0.795
-    generic = [(1.2, 1.2, 1.0)] * 100
-    near = [(0.32 + 0.005 * i, 0.3, 1.0) for i in range(100)]  # overlapping the corpus's own
-    probed = cal_mod.Probed(inside, generic, near, 0.0)  # type: ignore[arg-type]
-    c = cal_mod.choose(probed, CalibrationConfig(max_refusal=0.15))
-    assert c.rule.startswith("refusal cap") and c.est_refused <= 0.15 and c.est_refused > 0.10
-    assert c.near_bluff > c.target_bluff  # the cost is shown, not hidden
-    strict = cal_mod.choose(probed, CalibrationConfig(max_refusal=1.0))  # no cap: the bluff target rules
-    assert strict.threshold < c.threshold and strict.est_refused > 0.5
+    generic = [(1.0 + 0.005 * i, 1.0, 1.0) for i in range(100)]  # 1.0 .. 1.495
+    far = [(0.9 + 0.005 * i, 0.9, 1.0) for i in range(100)]
+    c = cal_mod.choose(cal_mod.Probed(inside, generic, far, 0.0), CalibrationConfig())  # type: ignore[arg-type]
+    assert c.rule == "median in-domain probe" and 0.545 <= c.threshold <= 0.55  # half the corpus's probes
+    assert c.est_refused == 0.5 and c.est_in_refused == 0.0 and c.est_bluff == 0.0
+    assert 1.045 <= c.point_threshold <= 1.05  # the nearest tenth of the generic off-topic probes
+    assert c.est_generic_pointed == 0.1
+    # A handbook asked "Can I expense a conference ticket?": near-domain probes that score like the
+    # corpus's own hold the assert threshold to the bluff target; pointing is what that costs.
+    near = [(0.32 + 0.005 * i, 0.3, 1.0) for i in range(100)]
+    strict = cal_mod.choose(cal_mod.Probed(inside, generic, near, 0.0), CalibrationConfig())  # type: ignore[arg-type]
+    assert strict.rule == "bluff target" and strict.threshold < 0.35 and strict.near_bluff <= 0.05
+    assert strict.point_threshold == c.point_threshold
+
+
+def test_the_point_threshold_is_never_below_the_assert_threshold() -> None:
+    inside = [(0.30 + 0.005 * i, 0.3, 1.0) for i in range(100)]
+    generic = [(0.2, 0.2, 1.0)] * 5 + [(1.4, 1.4, 1.0)] * 95  # a few generic probes the corpus answers
+    c = cal_mod.choose(cal_mod.Probed(inside, generic, [], 0.0), CalibrationConfig(target_bluff=0.05))  # type: ignore[arg-type]
+    assert c.point_threshold >= c.threshold and c.thresholds == (c.threshold, c.point_threshold)

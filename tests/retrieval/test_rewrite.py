@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer import Linker
+from retrieval.answer import Citation, Linker
 from retrieval.answer.rewrite import Rewriter, cleaned, fuse_hits, widen
 from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError
@@ -21,7 +21,7 @@ from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
 from retrieval.search.searcher import Searcher
 from testkit.fakes import ScriptedModel
-from tests.conftest import EXAMPLES
+from tests.conftest import ANSWERING, EXAMPLES
 
 SEV1_ACK = "acknowledge the page within 5 minutes"
 INFORMAL = "Our worst kind of outage just started: how quickly do I have to react to the alert?"
@@ -122,8 +122,14 @@ def _service(engine: Engine, model: ScriptedModel, rewriter: Recorded, **kw: obj
 
 def test_a_refused_question_is_never_rewritten(examples_engine: Engine) -> None:
     rewriter, model = Recorded("How do I renew a passport?"), ScriptedModel("[1] never.")
-    a = _service(examples_engine, model, rewriter, gate=GateConfig()).answer("How do I renew my Spanish passport?")
+    a = _service(examples_engine, model, rewriter, gate=ANSWERING).answer("How do I renew my Spanish passport?")
     assert a.refused and rewriter.asked == [] and model.calls == []
+
+
+def _points_at(engine: Engine, pointers: list[Citation], fragment: str) -> bool:
+    """Whether a pointer's passage (not only its excerpt) holds ``fragment``."""
+    chunks = {(c.path, c.start): c.content for c in engine.searcher().snapshot.chunks}
+    return any(p.passage is not None and fragment in chunks[(p.path, p.passage[0])] for p in pointers)
 
 
 def test_the_rewrite_brings_the_passage_the_informal_question_missed_into_the_sources(dev_engine: Engine) -> None:
@@ -136,10 +142,10 @@ def test_the_rewrite_brings_the_passage_the_informal_question_missed_into_the_so
     rewriter = Recorded(NAMED)
     a = _service(dev_engine, ScriptedModel("[0]"), rewriter, **kw).answer(TICKET)
     assert rewriter.asked == [TICKET]
-    assert plain.refused and a.refused and "found no answer" in a.reason  # the gate passed both
-    assert len(a.consulted) == len(plain.consulted) == 3
-    assert not any(PAGED in c.quote for c in plain.consulted)
-    assert any(PAGED in c.quote for c in a.consulted)
+    assert plain.kind == a.kind == "pointed" and "found no answer" in a.reason  # the gate passed both
+    assert len(a.pointers) == len(plain.pointers) == 3
+    assert not _points_at(dev_engine, plain.pointers, PAGED)
+    assert _points_at(dev_engine, a.pointers, PAGED)
     assert a.timings["rewrite"] >= 0 and a.timings["search_rewrite"] > 0
     assert "search_rewrite" not in plain.timings  # no rewrite, no second search
 
@@ -164,7 +170,7 @@ def test_eval_scores_the_rewrite_beside_the_default_with_paired_tests(examples_e
     searcher = examples_engine.searcher()
     rewriter = Recorded(REWRITE)
     report = run_eval(
-        searcher, docs, [q], [], searcher.embedder, target=512, gate=GateConfig(), max_sources=4, rewriter=rewriter
+        searcher, docs, [q], [], searcher.embedder, target=512, gate=ANSWERING, max_sources=4, rewriter=rewriter
     )
     run = report.strategies["rewrite"]
     assert rewriter.asked == [INFORMAL] and run.styles == ["ticket"] and "rewritten 1/1" in run.label
@@ -172,7 +178,7 @@ def test_eval_scores_the_rewrite_beside_the_default_with_paired_tests(examples_e
     assert {("rewrite", "default", 1), ("rewrite", "default", 4)} <= {
         (t["a"], t["b"], t["k"]) for t in report.sign_tests
     }
-    without = run_eval(searcher, docs, [q], [], searcher.embedder, target=512, gate=GateConfig(), max_sources=4)
+    without = run_eval(searcher, docs, [q], [], searcher.embedder, target=512, gate=ANSWERING, max_sources=4)
     assert "rewrite" not in without.strategies
     failed = run_eval(
         searcher,
@@ -181,7 +187,7 @@ def test_eval_scores_the_rewrite_beside_the_default_with_paired_tests(examples_e
         [],
         searcher.embedder,
         target=512,
-        gate=GateConfig(),
+        gate=ANSWERING,
         max_sources=4,
         rewriter=Recorded(None),
     )

@@ -6,9 +6,9 @@ import pytest
 
 from retrieval.evaluation.metrics import needle_rank, recall_at
 from retrieval.search.engine import Engine
-from retrieval.search.gate import GateConfig, gate_signal
+from retrieval.search.gate import gate_signal
 from retrieval.search.searcher import SearchConfig, Searcher, reciprocal_rank
-from tests.conftest import DEV, read_jsonl
+from tests.conftest import ANSWERING, DEV, read_jsonl
 
 
 def _ranks(searcher: Searcher) -> list[int | None]:
@@ -27,7 +27,7 @@ def test_default_ranking_beats_dense_and_meets_its_floor(dev_engine: Engine) -> 
 
 def test_gate_separates_answerable_from_out_of_domain(dev_engine: Engine) -> None:
     s = dev_engine.searcher()
-    cfg = GateConfig()
+    cfg = ANSWERING
     bluffs = sum(gate_signal(s.search(q["question"]), cfg) <= cfg.threshold for q in read_jsonl(DEV / "ood.jsonl"))
     refused = sum(
         gate_signal(s.search(q["question"]), cfg) > cfg.threshold for q in read_jsonl(DEV / "questions.jsonl")

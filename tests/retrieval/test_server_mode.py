@@ -18,9 +18,8 @@ from retrieval.index.manifest import INDEXED
 from retrieval.models.embed import SentenceTransformerEmbedder
 from retrieval.models.llm import OpenAICompatibleModel
 from retrieval.search.engine import FolderMismatch
-from retrieval.search.gate import GateConfig
 from testkit.servers import Server, chroma_server, free_port, llama_server
-from tests.conftest import EXAMPLES, ROOT, make_engine
+from tests.conftest import ANSWERING, EXAMPLES, ROOT, make_engine
 
 QUESTION = "How fast must a SEV1 page be acknowledged?"
 
@@ -129,7 +128,7 @@ def test_answers_through_a_model_server_survive_it_going_away(
 ) -> None:
     server, url = model_server
     model = OpenAICompatibleModel(url, timeout_s=60, retries=1)
-    svc = AnswerService(examples_engine.searcher, lambda: model, GateConfig())
+    svc = AnswerService(examples_engine.searcher, lambda: model, ANSWERING)
     q = "What allowance do on-call engineers get per week?"
     assert model.reachable() and OpenAICompatibleModel(f"{url}/v1").reachable()  # root or /v1 both work
     first = svc.answer(q)

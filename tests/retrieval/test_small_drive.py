@@ -1,5 +1,5 @@
 """A tiny team drive (issue 32): seven files, two of them useless, one stating the meal
-allowance in its own words. The self-calibrated gate must let the question through to the
+allowance in its own words. The self-calibrated gate must at least point the question at the
 document that answers it, and still refuse what the drive does not hold. Real embedder,
 real Chroma, the product's builder and calibration."""
 
@@ -14,7 +14,7 @@ from bot.builder import Builder
 from bot.gate_status import calibration
 from config.settings import Settings
 from retrieval.models import Embedder
-from retrieval.search import decide
+from retrieval.search import Verdict, decide
 from tests.retrieval.fixtures import pdf_bytes, xlsx_bytes
 
 CAPTIONS = """WEBVTT
@@ -88,17 +88,21 @@ def test_the_meal_allowance_is_ranked_first_on_a_seven_file_drive(small_drive: B
     assert result.hits[0].chunk.path == "expenses.docx"
 
 
-# Open (issue 32, item 4). Measured with the packaged MiniLM: the nearest chunk is the expenses
-# document at distance 0.527 (the out-of-domain questions below: 0.87-0.95), but only 16 % of
-# the question's idf mass is in this drive's vocabulary ("daily", "meal", "allowance" are not;
-# "meals" is), so the coverage term adds 0.42 and the signal (0.945) is over the threshold the
-# calibration chose (0.714): its in-domain probes are the drive's own words and never pay that
-# term. Crediting an unseen word by its nearest drive word (MiniLM cosine) lets it through
-# (0.644), but on dev it let 11 instead of 2 of 30 direct unanswerable questions through
-# (docs/measurements.md, "a softer coverage term"), so that is not the fix. strict: the day
-# this passes, the mark has to go.
-@pytest.mark.xfail(strict=True, reason="issue 32 item 4: the coverage term refuses a tiny drive's paraphrase")
-def test_the_meal_allowance_passes_the_gate_on_a_seven_file_drive(small_drive: Builder) -> None:
+def test_the_meal_allowance_is_pointed_at_the_expenses_passage_on_a_seven_file_drive(small_drive: Builder) -> None:
+    _, verdict = _decide(small_drive, "What is the daily meal allowance when travelling?")
+    assert verdict.verdict in (Verdict.ANSWER, Verdict.POINT), verdict.reason
+    assert verdict.sources[0].chunk.path == "expenses.docx"
+
+
+# Open (issue 32, item 4; issue 40 "answered if you can"). Measured with the packaged MiniLM: the
+# nearest chunk is the expenses document at distance 0.527, but only 16 % of the question's idf
+# mass is in this drive's vocabulary ("daily", "meal", "allowance" are not; "meals" is), so the
+# coverage term adds 0.42 and the signal (0.945) is past the assert threshold the calibration
+# chose (0.423, the median of the drive's own probes): the question is pointed at the expenses
+# passage, not answered, until a teammate confirms that passage for it. strict: the day this
+# passes, the mark has to go.
+@pytest.mark.xfail(strict=True, reason="issue 32 item 4: the coverage term keeps a tiny drive's paraphrase unsure")
+def test_the_meal_allowance_is_answered_on_a_seven_file_drive(small_drive: Builder) -> None:
     _, verdict = _decide(small_drive, "What is the daily meal allowance when travelling?")
     assert verdict.answerable, verdict.reason
 
@@ -108,7 +112,7 @@ def test_the_meal_allowance_passes_the_gate_on_a_seven_file_drive(small_drive: B
     ["What is the capital of Mongolia?", "How do I rotate the database credentials in production?"],
 )
 def test_what_the_small_drive_does_not_hold_is_refused(small_drive: Builder, question: str) -> None:
-    assert not _decide(small_drive, question)[1].answerable
+    assert _decide(small_drive, question)[1].verdict is Verdict.REFUSE
 
 
 def test_the_broken_and_empty_files_fail_without_stopping_the_rest(small_drive: Builder) -> None:

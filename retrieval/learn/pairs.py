@@ -1,0 +1,245 @@
+"""Confirmed (message, passage) pairs: a teammate said this passage answers this message.
+
+A pair is kept with the channel scope it was confirmed under (the folders that channel may
+search; every document when unscoped), the message's vector, the passage's path, exact
+range and words, who confirmed it and when. A later message in the same scope that reads
+like a confirmed one gets the confirmed passage first, as a confident answer; a message in
+another scope never sees it.
+
+Matching is question to question, the thing MiniLM was trained for (duplicate questions),
+and far stronger than question to passage for a chatty message: the messages match when
+their cosine reaches ``alone``, or ``with_passage`` while the confirmed passage is also the
+message's own best search hit. ``python -m bench.matching`` chooses both on the
+development corpora (dev, guides): the most chatty messages matched to their own direct
+twin's pair while at most 3 of 30 unanswerable ones match anything. It chose 0.50 for both
+(the second rule then adds nothing): on dev 13 of 32 matched, 1 wrongly, no unanswerable
+one; on guides 12 of 32, 1 wrongly, 3 unanswerable ones.
+
+Pairs retire themselves: :meth:`LearnedPairs.retire` (after each sync) drops a pair whose
+words no longer stand in its document, and follows them where an edit moved them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.index import Scalar, SharedRecords, Snapshot
+from retrieval.types import Chunk
+
+log = logging.getLogger("footnote.learn")
+
+EVERYWHERE = "*"  # the scope of a channel that may search every document
+
+
+def scope_key(folders: Sequence[str] | None) -> str:
+    """The scope a pair is kept under: the sorted folders, or ``*`` for every document."""
+    if folders is None:
+        return EVERYWHERE
+    names = sorted({f.strip("/") for f in folders})
+    return EVERYWHERE if "" in names else "|".join(names)
+
+
+@dataclass(frozen=True)
+class MatchConfig:
+    alone: float = 0.50  # cosine of two messages that match whatever search says
+    with_passage: float = 0.50  # ... that match when the confirmed passage is also the best hit (= alone: off)
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    message: str
+    vector: np.ndarray
+    scope: str
+    path: str
+    start: int
+    end: int
+    quote: str
+    user: str
+    at: float
+    via: str  # "pointer" (This answers it), "answer" (👍), "cli" (footnote confirm), "replay" (footnote eval)
+
+    def fields(self) -> dict[str, Scalar]:
+        vec = base64.b64encode(np.asarray(self.vector, dtype=np.float32).tobytes()).decode()
+        return {
+            "message": self.message,
+            "vector": vec,
+            "scope": self.scope,
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "quote": self.quote,
+            "user": self.user,
+            "at": self.at,
+            "via": self.via,
+        }
+
+    @classmethod
+    def from_fields(cls, pid: str, f: dict[str, Scalar]) -> Pair:
+        vec = np.frombuffer(base64.b64decode(str(f["vector"])), dtype=np.float32)
+        return cls(
+            pid,
+            str(f["message"]),
+            vec,
+            str(f["scope"]),
+            str(f["path"]),
+            int(f["start"]),
+            int(f["end"]),
+            str(f["quote"]),
+            str(f.get("user", "")),
+            float(f.get("at", 0.0)),
+            str(f.get("via", "")),
+        )
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"id": self.id}
+        out.update((k, v) for k, v in self.fields().items() if k != "vector")
+        return out
+
+
+@dataclass(frozen=True)
+class Match:
+    """A confirmed pair a message reads like, and the chunk holding its passage now."""
+
+    pair: Pair
+    chunk: int  # index into the snapshot's chunks
+    cosine: float
+
+
+def pair_id(scope: str, message: str, path: str, start: int, end: int) -> str:
+    """The same message confirmed for the same passage in the same scope is one pair."""
+    key = json.dumps([scope, " ".join(message.lower().split()), path, start, end])
+    return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def holder(snapshot: Snapshot, path: str, start: int, end: int) -> int | None:
+    """The chunk whose content holds the range ``[start, end)`` of ``path``, if any."""
+    for i, c in enumerate(snapshot.chunks):
+        if c.path == path and c.start <= start and end <= c.end:
+            return i
+    return None
+
+
+def _still_there(c: Chunk, p: Pair) -> bool:
+    return c.content[p.start - c.start : p.end - c.start] == p.quote
+
+
+class LearnedPairs:
+    """The confirmed pairs of one index, in records every replica shares (or a data-dir file)."""
+
+    def __init__(self, records: SharedRecords, cfg: MatchConfig = MatchConfig()) -> None:
+        self.records = records
+        self.cfg = cfg
+        self._cache: dict[str, Pair] = {}  # parsed once: a vector is decoded per pair, not per question
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def confirm(
+        self,
+        message: str,
+        vector: np.ndarray,
+        folders: Sequence[str] | None,
+        path: str,
+        start: int,
+        end: int,
+        quote: str,
+        user: str,
+        via: str,
+    ) -> Pair:
+        """Keep (or renew) the pair; confirming it again changes only who and when."""
+        scope = scope_key(folders)
+        pid = pair_id(scope, message, path, start, end)
+        v = np.asarray(vector, dtype=np.float32)
+        pair = Pair(
+            pid, message, v / (np.linalg.norm(v) or 1.0), scope, path, start, end, quote, user, time.time(), via
+        )
+        self.records.put(pid, pair.fields())
+        self._cache[pid] = pair
+        return pair
+
+    def forget(self, pid: str) -> bool:
+        """Remove one pair; False when there was none with that id."""
+        known = self.records.get(pid) is not None
+        self.records.delete(pid)
+        self._cache.pop(pid, None)
+        return known
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def all(self) -> list[Pair]:
+        """Every pair, newest first (read from the records: another replica may have added some)."""
+        out = []
+        for pid, fields in self.records.all().items():
+            pair = self._cache.get(pid)
+            if pair is None or pair.at != float(fields.get("at", 0.0)):
+                try:
+                    pair = Pair.from_fields(pid, fields)
+                except (KeyError, ValueError, TypeError):
+                    log.warning("skipping unreadable learned pair %s", pid)
+                    continue
+                self._cache[pid] = pair
+            out.append(pair)
+        return sorted(out, key=lambda p: -p.at)
+
+    def match(
+        self,
+        vector: np.ndarray,
+        folders: Sequence[str] | None,
+        snapshot: Snapshot,
+        best_hit: Chunk | None,
+    ) -> Match | None:
+        """The confirmed pair in this scope the message reads most like, if it matches at all."""
+        scope = scope_key(folders)
+        mine = [p for p in self.all() if p.scope == scope and len(p.vector) == len(vector)]
+        if not mine:
+            return None
+        cos = np.stack([p.vector for p in mine]) @ np.asarray(vector, dtype=np.float32)
+        for j in np.argsort(-cos):
+            p, c = mine[int(j)], float(cos[int(j)])
+            if c < self.cfg.with_passage:
+                return None
+            where = holder(snapshot, p.path, p.start, p.end)
+            if where is None or not _still_there(snapshot.chunks[where], p):
+                continue  # not in this index (now): the next sync retires it
+            top = best_hit is not None and best_hit.id == snapshot.chunks[where].id
+            if c >= self.cfg.alone or top:
+                return Match(p, where, c)
+        return None
+
+    # -- keeping true to the documents -------------------------------------------------------
+
+    def retire(self, snapshot: Snapshot) -> int:
+        """After a sync: drop each pair whose words are no longer in its document, and move
+        those an edit moved (to their first place in the document now). How many were dropped."""
+        by_path: dict[str, list[Chunk]] = {}
+        for c in snapshot.chunks:
+            by_path.setdefault(c.path, []).append(c)
+        dropped = 0
+        for p in self.all():
+            chunks = by_path.get(p.path, [])
+            if any(c.start <= p.start and p.end <= c.end and _still_there(c, p) for c in chunks):
+                continue
+            moved = next((c for c in chunks if p.quote in c.content), None)
+            if moved is not None:
+                start = moved.start + moved.content.index(p.quote)
+                self.forget(p.id)
+                self.confirm(
+                    p.message, p.vector, _folders(p.scope), p.path, start, start + len(p.quote), p.quote, p.user, p.via
+                )
+                continue
+            log.info("retiring learned pair %s: its passage is no longer in %s", p.id, p.path)
+            self.forget(p.id)
+            dropped += 1
+        return dropped
+
+
+def _folders(scope: str) -> tuple[str, ...] | None:
+    return None if scope == EVERYWHERE else tuple(scope.split("|"))

@@ -1,0 +1,137 @@
+"""Learning from confirmations: a confirmed (message, passage) pair answers later messages that
+read like it, in the same channel scope only; it follows its words when an edit moves them,
+retires when they are gone, and survives a restart. Real embedder, real Chroma."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from retrieval.answer import Linker
+from retrieval.answer.service import AnswerService, Outcome
+from retrieval.index import SqliteRecords
+from retrieval.learn import LearnedPairs, scope_key
+from retrieval.models.embed import SentenceTransformerEmbedder
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig
+from testkit.fakes import NeverCalledModel, ScriptedModel
+from tests.conftest import EXAMPLES, make_engine
+
+ASKED = "got paged for a sev1, how long until I have to ack it?"
+LATER = "sev1 page came in, what's the ack deadline?"  # the same need, other words
+ACK = "acknowledge the page within 5 minutes"
+GATE = GateConfig(0.5, point=1.2)  # both messages would be pointed at, not answered
+
+
+def _copy_the_ack_sentence(prompt: str) -> str:
+    """A model that answers with the numbered source sentence about acknowledging, cited."""
+    line = next(x for x in prompt.splitlines() if x.startswith("[") and ACK in x)
+    return line
+
+
+@pytest.fixture
+def drive(embedder: SentenceTransformerEmbedder, tmp_path: Path) -> tuple[Engine, Path, LearnedPairs]:
+    docs = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, docs / "ops")
+    shutil.copytree(EXAMPLES, docs / "hr")
+    engine = make_engine(embedder, tmp_path / "data", docs)
+    engine.sync()
+    return engine, docs, LearnedPairs(SqliteRecords(tmp_path / "data" / "records.sqlite3", "learned"))
+
+
+def _service(engine: Engine, pairs: LearnedPairs, model: object) -> AnswerService:
+    return AnswerService(
+        engine.searcher,
+        lambda: model,
+        GATE,
+        links=Linker(docs_dir=engine.docs_folder()),
+        learned=pairs,  # type: ignore[arg-type,return-value]
+    )
+
+
+def _confirm_the_ack_pointer(svc: AnswerService, folders: list[str] | None) -> str:
+    shown = svc.answer(ASKED, folders=folders)
+    assert shown.outcome is Outcome.POINTED
+    pointer = next(p for p in shown.pointers if ACK in p.quote)
+    pair = svc.confirm(ASKED, pointer, folders, "U1", "pointer")
+    assert pair is not None
+    return pair.id
+
+
+def test_a_confirmed_passage_answers_a_message_like_it_and_says_so(drive: tuple[Engine, Path, LearnedPairs]) -> None:
+    engine, _, pairs = drive
+    assert _service(engine, pairs, NeverCalledModel()).answer(LATER, folders=["ops"]).outcome is Outcome.POINTED
+    pid = _confirm_the_ack_pointer(_service(engine, pairs, NeverCalledModel()), ["ops"])
+    model = ScriptedModel(_copy_the_ack_sentence)
+    a = _service(engine, pairs, model).answer(LATER, folders=["ops"])
+    assert a.answered and a.learned == pid
+    (c,) = a.citations
+    assert ACK in c.quote and c.path == "ops/on-call.md"
+    (pair,) = pairs.all()
+    first = next(x for x in model.calls[0][-1]["content"].splitlines() if x.startswith("[1] "))[4:]
+    assert c.quote in pair.quote and first in " ".join(pair.quote.split())  # read first: the confirmed words
+
+
+def test_a_confirmation_never_changes_answers_in_another_scope(drive: tuple[Engine, Path, LearnedPairs]) -> None:
+    engine, _, pairs = drive
+    _confirm_the_ack_pointer(_service(engine, pairs, NeverCalledModel()), ["ops"])
+    svc = _service(engine, pairs, NeverCalledModel())  # answering would call the model
+    for folders in (["hr"], ["ops", "hr"], None):
+        a = svc.answer(LATER, folders=folders)
+        assert a.outcome is Outcome.POINTED and a.learned is None, folders
+    assert scope_key(["ops"]) != scope_key(["hr", "ops"]) != scope_key(None) == scope_key([""])
+
+
+def test_an_unrelated_message_does_not_match(drive: tuple[Engine, Path, LearnedPairs]) -> None:
+    engine, _, pairs = drive
+    _confirm_the_ack_pointer(_service(engine, pairs, NeverCalledModel()), None)
+    a = _service(engine, pairs, NeverCalledModel()).answer("How many days of paid annual leave do I get?")
+    assert a.learned is None and not a.answered
+
+
+def test_a_pair_follows_its_words_when_an_edit_moves_them_and_retires_when_they_are_gone(
+    drive: tuple[Engine, Path, LearnedPairs],
+) -> None:
+    engine, docs, pairs = drive
+    _confirm_the_ack_pointer(_service(engine, pairs, NeverCalledModel()), ["ops"])
+    (before,) = pairs.all()
+    page = docs / "ops" / "on-call.md"
+    page.write_text(
+        "# On-call Handbook\n\nA new first paragraph.\n\n" + page.read_text()[len("# On-call Handbook\n") :]
+    )
+    engine.sync()
+    assert pairs.retire(engine.searcher().snapshot) == 0
+    (moved,) = pairs.all()
+    assert moved.quote == before.quote and moved.start > before.start
+    assert page.read_text()[moved.start : moved.end] == moved.quote
+    page.write_text(page.read_text().replace(ACK, "acknowledge it when you can"))
+    engine.sync()
+    assert pairs.retire(engine.searcher().snapshot) == 1 and pairs.all() == []
+
+
+def test_pairs_survive_a_restart_and_can_be_forgotten(drive: tuple[Engine, Path, LearnedPairs], tmp_path: Path) -> None:
+    engine, _, pairs = drive
+    svc = _service(engine, pairs, NeverCalledModel())
+    pid = _confirm_the_ack_pointer(svc, None)
+    again = LearnedPairs(SqliteRecords(tmp_path / "data" / "records.sqlite3", "learned"))  # another process
+    (pair,) = again.all()
+    assert pair.id == pid and pair.scope == "*" and pair.user == "U1" and pair.via == "pointer"
+    assert pair.vector.shape == (384,)
+    (p,) = again.all()
+    assert svc.confirm(ASKED, p, None, "U2", "answer") is not None  # confirmed twice: one pair, renewed
+    (renewed,) = again.all()
+    assert renewed.id == pid and renewed.user == "U2"
+    assert svc.forget(pid) and not svc.forget(pid) and again.all() == []
+
+
+def test_a_passage_no_longer_in_the_index_is_not_confirmed(drive: tuple[Engine, Path, LearnedPairs]) -> None:
+    engine, _, pairs = drive
+    svc = _service(engine, pairs, NeverCalledModel())
+    pointer = svc.answer(ASKED).pointers[0]
+    from dataclasses import replace
+
+    assert svc.confirm(ASKED, replace(pointer, quote="words that are not there"), None, "U1", "pointer") is None
+    assert svc.confirm(ASKED, replace(pointer, path="nowhere.md"), None, "U1", "pointer") is None
+    assert pairs.all() == []

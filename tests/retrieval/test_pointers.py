@@ -1,0 +1,58 @@
+"""Pointers: when Footnote is not sure, the closest passages, each one's best sentence quoted
+exactly, with no model call. Real embedder, real Chroma, the example handbook."""
+
+from __future__ import annotations
+
+from retrieval.answer import Linker
+from retrieval.answer.service import AnswerService, Outcome
+from retrieval.search.engine import Engine
+from retrieval.search.gate import GateConfig
+from testkit.fakes import NeverCalledModel, ScriptedModel
+from tests.conftest import EXAMPLES
+
+UNSURE = "got paged for a sev1, how long until I have to ack it?"  # gate signal 0.95
+ACK = "acknowledge the page within 5 minutes"
+STRICT = GateConfig(0.5, point=1.2)  # 0.95 lies between: not sure
+
+
+def _doc(path: str) -> str:
+    return (EXAMPLES / path).read_text(encoding="utf-8").replace("\r\n", "\n")
+
+
+def _service(engine: Engine, model: object, gate: GateConfig = STRICT) -> AnswerService:
+    return AnswerService(engine.searcher, lambda: model, gate, links=Linker(docs_dir=EXAMPLES))  # type: ignore[arg-type,return-value]
+
+
+def test_a_question_in_the_uncertain_band_is_pointed_at_its_passage_without_the_model(examples_engine: Engine) -> None:
+    a = _service(examples_engine, NeverCalledModel()).answer(UNSURE)
+    assert a.outcome is Outcome.POINTED and a.kind == "pointed" and not a.refused and not a.answered
+    assert a.citations == [] and a.text == "" and "not an answer" in a.reason
+    assert 1 <= len(a.pointers) <= 3 and [p.n for p in a.pointers] == list(range(1, len(a.pointers) + 1))
+    assert ACK in a.pointers[0].quote and a.pointers[0].doc == "On-call Handbook"
+    for p in a.pointers:
+        assert _doc(p.path)[p.start : p.end] == p.quote  # quoted exactly, at its own range
+        assert p.locator == f"#char={p.start},{p.end}" and p.url.endswith(p.locator)
+    assert len({(p.path, p.start) for p in a.pointers}) == len(a.pointers)  # no passage twice
+    assert a.timings["total"] < 5_000  # no model call (the bound is loose: the CPU may be shared)
+
+
+def test_nothing_close_is_refused_without_pointers(examples_engine: Engine) -> None:
+    a = _service(examples_engine, NeverCalledModel()).answer("How do I renew my Spanish passport?")
+    assert a.outcome is Outcome.REFUSED_GATE and a.refused and a.pointers == [] and a.nearest
+
+
+def test_when_the_model_finds_no_answer_the_passages_are_pointed_at(examples_engine: Engine) -> None:
+    model = ScriptedModel("[0]")
+    a = _service(examples_engine, model, GateConfig(0.7, point=1.2)).answer(
+        "How fast must a SEV1 page be acknowledged?"
+    )
+    assert len(model.calls) == 1 and a.outcome is Outcome.POINTED and a.pointers
+    assert "the model found no answer" in a.reason and any(ACK in p.quote for p in a.pointers)
+
+
+def test_a_confident_question_is_still_answered(examples_engine: Engine) -> None:
+    model = ScriptedModel("[1] A SEV1 page must be acknowledged within 5 minutes.")
+    a = _service(examples_engine, model, GateConfig(0.7, point=1.2)).answer(
+        "How fast must a SEV1 page be acknowledged?"
+    )
+    assert a.outcome in (Outcome.ANSWERED, Outcome.CLAIMS_REMOVED) and a.answered and a.pointers == []
