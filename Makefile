@@ -34,9 +34,12 @@ EVAL ?= ../shared/eval/dev
 bench:
 	$(BIN)/python -m bench --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl
 
+# Every development corpus in turn: English (dev, guides) and Danish (danish-dev); EVALS=dev for one.
+EVALS ?= dev guides danish-dev
 eval:
-	$(BIN)/footnote eval --docs $(EVAL)/docs --questions $(EVAL)/questions.jsonl --ood $(EVAL)/ood.jsonl \
-		$(if $(wildcard $(EVAL)/ood-ticket.jsonl),--ood $(EVAL)/ood-ticket.jsonl)
+	@for c in $(EVALS); do d=$(dir $(EVAL))$$c; echo "== $$d"; \
+		$(BIN)/footnote eval --docs $$d/docs --questions $$d/questions.jsonl --ood $$d/ood.jsonl \
+			$$( [ -f $$d/ood-ticket.jsonl ] && echo --ood $$d/ood-ticket.jsonl ) || exit 1; done
 
 clean:
 	rm -rf .footnote .pytest_cache

@@ -45,6 +45,7 @@ LABELS = {
     "generation": "LLM whole call",
     "check": "support check",
     "total": "end-to-end answer",
+    "pointer (no model)": "pointer, end to end",
 }
 
 
@@ -191,16 +192,19 @@ def _query_stages(searcher: Searcher, qs: Sequence[str], rt: Builder) -> dict[st
 
 def _answer_lines(rt: Builder, qs: Sequence[str]) -> list[str]:
     samples: dict[str, list[float]] = {}
-    refused = 0
+    kinds: dict[str, int] = {}
     for q in qs:
         a = rt.answers.answer(q)
-        refused += a.refused
-        if "generation" not in a.timings:
-            continue  # refused by the gate: the model was not called
+        kinds[a.kind] = kinds.get(a.kind, 0) + 1
+        if "generation" not in a.timings:  # pointed at passages or refused by the gate: no model call
+            if a.kind == "pointed":
+                samples.setdefault("pointer (no model)", []).append(a.timings["total"])
+            continue
         for k, v in a.timings.items():
             samples.setdefault(k, []).append(v)
-    lines = _stage_lines(samples, ("llm_prompt", "generation", "check", "total"))
-    lines.append(f"  ({refused} refused by the gate or the model; gate refusals skip the model and are left out)")
+    lines = _stage_lines(samples, ("llm_prompt", "generation", "check", "total", "pointer (no model)"))
+    told = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    lines.append(f"  ({told}; the model's stages are timed over the questions it was called for)")
     return lines
 
 

@@ -170,6 +170,13 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
     rt = Builder(settings)
     _claim_folder(rt, reindex_from is not None)
     report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
+    wanted = rt.embedding_model(set(rt.storage.manifest.languages()))
+    if rt.embedding_in_use is not None and wanted != rt.embedding_in_use:
+        # The sync found documents in another language than the folder's text files showed:
+        # the index is built again with the model that reads them (every document is stale).
+        click.echo(f"The drive's languages call for the {wanted} embedding model: indexing again with it.")
+        rt = Builder(settings)
+        report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
     retired = rt.learned.retire(rt.engine.searcher().snapshot)
     click.echo(
         f"Synced {settings.docs_dir} in {report.seconds:.1f}s: {len(report.indexed)} indexed "
@@ -571,6 +578,9 @@ def eval_cmd(
         progress=lambda msg: click.echo(f"Evaluating: {msg} …", err=True),
         indexing=sys.stderr.isatty(),
     )
+    langs = result.languages
+    said = "; ".join(f"{k} " + ", ".join(f"{lang} {n}" for lang, n in v.items()) for k, v in langs.items() if v)
+    click.echo(f"Languages: {said}" if said else "Languages: unknown")
     click.echo(format_eval(result.report))
     if result.paired:
         click.echo("\n" + format_paired(result.paired, compare_answers))

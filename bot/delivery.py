@@ -24,6 +24,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.chat_stream import ChatStream
 
+from bot.i18n import N_, say, say_n
 from bot.question import Job, Question
 from bot.render import escape, fallback_text, slack_blocks
 from bot.threads import BotIdentity
@@ -31,13 +32,16 @@ from retrieval.answer import Answer, neutralise
 
 log = logging.getLogger("footnote.slack")
 
-WORKING = ":hourglass_flowing_sand: Looking through the docs…"
-STATUS = "is looking through the docs…"
-RESTARTING = ":hourglass_flowing_sand: Footnote is restarting; this question is answered as soon as it is back."
-TOO_OLD = (
+WORKING = N_(":hourglass_flowing_sand: Looking through the docs…")
+QUEUED = N_(":hourglass_flowing_sand: Looking through the docs… (queued behind {n} question)")
+QUEUED_MANY = N_(":hourglass_flowing_sand: Looking through the docs… (queued behind {n} questions)")
+STATUS = N_("is looking through the docs…")
+RESTARTING = N_(":hourglass_flowing_sand: Footnote is restarting; this question is answered as soon as it is back.")
+TOO_OLD = N_(
     ":warning: Sorry: Footnote was restarted before it could answer this, and the question is now too old to "
     "answer here. Please ask again (mention @Footnote, or `/ask` your question)."
 )
+WENT_WRONG = N_(":warning: Something went wrong: {why}")
 # Errors that mean the workspace, token or app does not offer a method: stop trying it.
 UNAVAILABLE = frozenset(
     {
@@ -53,12 +57,12 @@ UNAVAILABLE = frozenset(
 )
 
 
-def queue_note(ahead: int) -> str:
-    return WORKING if ahead == 0 else f"{WORKING} (queued behind {ahead} question{'s' if ahead > 1 else ''})"
+def queue_note(ahead: int, lang: str | None = None) -> str:
+    return say(lang, WORKING) if ahead == 0 else say_n(lang, QUEUED, QUEUED_MANY, ahead)
 
 
-def error_text(exc: BaseException) -> str:
-    return f":warning: Something went wrong: {escape(str(exc))[:500]}"
+def error_text(exc: BaseException, lang: str | None = None) -> str:
+    return say(lang, WENT_WRONG, why=escape(str(exc))[:500])
 
 
 def text_blocks(text: str) -> list[dict[str, Any]]:
@@ -107,7 +111,7 @@ class Delivery:
             return
         try:
             self.client.assistant_threads_setStatus(
-                channel_id=q.channel, thread_ts=q.thread_ts, status=STATUS if on else ""
+                channel_id=q.channel, thread_ts=q.thread_ts, status=say(q.language, STATUS) if on else ""
             )
         except SlackApiError as exc:
             if _error_code(exc) in UNAVAILABLE:
@@ -126,11 +130,12 @@ class Delivery:
         return self._replace(job, fallback_text(result), blocks)
 
     def error(self, job: Job, exc: BaseException) -> bool:
-        text = error_text(exc)
+        text = error_text(exc, job.question.language)
         return self._replace(job, text, text_blocks(text))
 
     def apology(self, job: Job) -> bool:
-        return self._replace(job, TOO_OLD, text_blocks(TOO_OLD))
+        text = say(job.question.language, TOO_OLD)
+        return self._replace(job, text, text_blocks(text))
 
     def _replace(self, job: Job, text: str, blocks: list[dict[str, Any]]) -> bool:
         """Update the placeholder in place; if there is none or that fails, post a new reply.

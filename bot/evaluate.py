@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,10 +51,12 @@ class Evaluation:
     answers: dict[str, Any] | None = None
     folds: list[FoldResult] = field(default_factory=list)
     paired: list[dict[str, Any]] = field(default_factory=list)  # ranks against an earlier run
+    languages: dict[str, dict[str, int]] = field(default_factory=dict)  # of the questions, of the documents
 
     def as_json(self) -> dict[str, Any]:
         out = self.report.as_json()
         out["calibration"] = self.calibration
+        out["languages"] = self.languages
         if self.folds:
             out["cross_validation"] = [f.as_json() for f in self.folds]
         if self.answers is not None:
@@ -109,16 +112,19 @@ def evaluate(
             default_label=f"default: {settings.fusion} fusion + {reranker_label(settings)} rerank",
             progress=progress,
             rewriter=b.rewriter(),
+            searched_as=b.answers.searched_as if b.settings.translate != "off" else None,
         )
         answers = None
         if with_answers or replay_first:
             answers = _answers(b, qs, oods, compare_to, earlier, progress, replay_first, replay_file)
         text = gate_text(b, compute=False)  # while the index exists
+        asked = Counter(b.languages.detect(q.question) or "too short to tell" for q in qs)
+        languages = {"questions": dict(asked), "documents": b.storage.manifest.languages()}
         folds = _cross_validation(settings, docs_dir, qs, oods, Path(tmp), vectors, cv_seeds, progress)
         vectors.save()
     ranks = earlier.get("default", {}).get("per_question", [])  # [] from a run that predates them
     paired = paired_ranks(report.strategies["default"].per_question(), ranks) if ranks else []
-    return Evaluation(report, text, cal.as_json() if cal else None, answers, folds, paired)
+    return Evaluation(report, text, cal.as_json() if cal else None, answers, folds, paired, languages)
 
 
 def _cross_validation(
@@ -174,7 +180,7 @@ def _answers(
             raise ConfigError(f"{compare_to} has no answers: run the earlier eval with --answers --json")
         before = rows_from_json(old)
     replayed = replay(b.answers, replay_first, progress) if replay_first else None
-    rows = run_answers(b.answers, qs, oods, progress=progress)
+    rows = run_answers(b.answers, qs, oods, progress=progress, language_of=b.languages.detect)
     result: dict[str, Any] = {"model": b.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
     if replayed is not None:
         result["replayed"], result["replay_file"] = replayed, replay_file

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from bot.grouping import THRESHOLD, group_by_meaning
+from bot.i18n import N_, say, say_n
 from bot.render import escape, shorten
 from bot.scoping import Folders, may_see
 from retrieval.answer import Answer, Outcome
@@ -312,15 +313,16 @@ def _gap(members: list[Asked]) -> Gap:
 # -- showing them ----------------------------------------------------------------------------
 
 OUTCOME_WORDS = {
-    Outcome.REFUSED_GATE.value: "refused (nothing relevant)",
-    Outcome.REFUSED_MODEL.value: "refused by the model",
-    Outcome.CLAIMS_REMOVED.value: "every claim removed",
+    Outcome.POINTED.value: N_("pointed at passages (not sure)"),
+    Outcome.REFUSED_GATE.value: N_("refused (nothing relevant)"),
+    Outcome.REFUSED_MODEL.value: N_("refused by the model"),
+    Outcome.CLAIMS_REMOVED.value: N_("every claim removed"),
     "down": "👎",
 }
 
 
-def _how(gap: Gap) -> str:
-    return " · ".join(f"{OUTCOME_WORDS.get(k, k)} {v}" for k, v in gap.outcomes.items())
+def _how(gap: Gap, lang: str | None = None) -> str:
+    return " · ".join(f"{say(lang, OUTCOME_WORDS.get(k, k))} {v}" for k, v in gap.outcomes.items())
 
 
 def gaps_text(gaps: Sequence[Gap], since: str, asked: int, shown_questions: int = 3) -> str:
@@ -341,24 +343,33 @@ def gaps_text(gaps: Sequence[Gap], since: str, asked: int, shown_questions: int 
     return "\n".join(lines)
 
 
-HOME_TITLE = "What the docs don't answer"
+HOME_TITLE = N_("What the docs don't answer")
+HOME_NOTHING = N_("Nothing you can see was refused, pointed at passages or got a 👎 in the last {days} days.")
+HOME_NEAREST = N_("Nearest documents: {names}")
+HOME_FOOT = N_("Unanswered or 👎 questions of the last {days} days, grouped by meaning.")
+HOME_FOOT_MORE = N_(
+    "Unanswered or 👎 questions of the last {days} days, grouped by meaning; {n} more group (`footnote gaps`)."
+)
+HOME_FOOT_MORE_N = N_(
+    "Unanswered or 👎 questions of the last {days} days, grouped by meaning; {n} more groups (`footnote gaps`)."
+)
 
 
-def gaps_blocks(gaps: Sequence[Gap], days: int, top: int = 5) -> list[dict[str, Any]]:
+def gaps_blocks(gaps: Sequence[Gap], days: int, top: int = 5, lang: str | None = None) -> list[dict[str, Any]]:
     """The App Home section: the ``top`` groups the viewer may see."""
-    head = {"type": "header", "text": {"type": "plain_text", "text": HOME_TITLE}}
+    head = {"type": "header", "text": {"type": "plain_text", "text": say(lang, HOME_TITLE)}}
     if not gaps:
-        note = f"Nothing you can see was refused or got a 👎 in the last {days} days."
+        note = say(lang, HOME_NOTHING, days=days)
         return [head, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
     blocks: list[dict[str, Any]] = [head]
     for g in gaps[:top]:
-        lines = [f"*{g.count}×* {escape(shorten(g.label, 200))}", escape(_how(g))]
+        lines = [f"*{g.count}×* {escape(shorten(g.label, 200))}", escape(_how(g, lang))]
         if g.nearest:
-            lines.append("Nearest documents: " + ", ".join(escape(d) for d in g.nearest))
+            lines.append(say(lang, HOME_NEAREST, names=", ".join(escape(d) for d in g.nearest)))
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:3000]}})
     more = len(gaps) - top
-    foot = f"Refused or 👎 questions of the last {days} days, grouped by meaning" + (
-        f"; {more} more group{'s' if more > 1 else ''} (`footnote gaps`)." if more > 0 else "."
+    foot = (
+        say_n(lang, HOME_FOOT_MORE, HOME_FOOT_MORE_N, more, days=days) if more > 0 else say(lang, HOME_FOOT, days=days)
     )
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": foot}]})
     return blocks

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from typing import Protocol
 from bot.delivery import RESTARTING, Delivery, queue_note
 from bot.feedback import FeedbackStore
 from bot.gaps import GapRecord
+from bot.i18n import N_, say
 from bot.journal import Journal
 from bot.metrics import Metrics
 from bot.question import Job, Question
@@ -38,8 +40,9 @@ from retrieval.models import OnToken
 
 log = logging.getLogger("footnote.slack")
 
-NOT_HERE = "Footnote is not enabled in this channel. Ask in another channel or in a direct message."
-EMPTY = "Ask me a question about the docs."
+NOT_HERE = N_("Footnote is not enabled in this channel. Ask in another channel or in a direct message.")
+EMPTY = N_("Ask me a question about the docs.")
+_WORDS = re.compile(r"[^\W_]")  # a letter or digit: emoji or punctuation alone is no question
 
 
 class Answers(Protocol):
@@ -73,6 +76,7 @@ class Intake:
         clock: Callable[[], float] = time.time,
         gaps: GapRecord | None = None,
         warmup: Warmup | None = None,
+        language_of: Callable[[str], str | None] = lambda _text: None,
     ) -> None:
         self.answers = answers
         self.delivery = delivery
@@ -84,6 +88,7 @@ class Intake:
         self.clock = clock
         self.gaps = gaps  # None: FOOTNOTE_GAPS=off, nothing is recorded
         self.warmup = warmup  # None: answering from the start
+        self.language_of = language_of  # the asker's language, for what Footnote says before the answer
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         # recover() answers what earlier processes left: questions journaled since this one began
         # (the server listens before it recovers) are queued by submit() already.
@@ -105,22 +110,23 @@ class Intake:
     def submit(self, q: Question) -> None:
         """Show work at once (or the queue position), then answer in turn."""
         scope = self.scopes.for_channel(q.channel, q.is_dm)
+        q = replace(q, language=self._language(q.text))
         if scope.excluded:
-            self.delivery.notice(q.channel, q.thread_ts, NOT_HERE)
+            self.delivery.notice(q.channel, q.thread_ts, say(q.language, NOT_HERE))
             return
-        if not q.text:
-            self.delivery.notice(q.channel, q.thread_ts, EMPTY)
+        if not _WORDS.search(q.text):  # nothing asked (or emoji only): nothing journaled
+            self.delivery.notice(q.channel, q.thread_ts, say(q.language, EMPTY))
             return
         q = replace(q, folders=scope.folders)
         job = self._record(q)
         if self._closing.is_set():
-            self._place(job, RESTARTING)  # journaled: the next start answers it
+            self._place(job, say(q.language, RESTARTING))  # journaled: the next start answers it
             return
         with self._changed:
             ahead = self._pending
             self._pending += 1
         try:
-            self._place(job, self._note_for(ahead))
+            self._place(job, self._note_for(ahead, q.language))
         finally:
             self._jobs.put(job)  # even without a placeholder: the answer becomes a new reply
 
@@ -132,6 +138,7 @@ class Intake:
         for job in self.journal.unfinished():
             if job.created_at >= self._started:
                 continue
+            job.question = replace(job.question, language=self._language(job.question.text))
             if self._already_answered(job):
                 self._done(job)
             elif now - job.created_at > max_age_s:
@@ -147,11 +154,18 @@ class Intake:
             log.info("journal: %d unfinished question(s) queued again, %d too old (apologised)", queued, apologised)
         return queued, apologised
 
-    def _note_for(self, ahead: int) -> str:
+    def _language(self, text: str) -> str | None:
+        try:
+            return self.language_of(text)
+        except Exception:  # telling the language is a courtesy: never at the cost of the question
+            log.warning("could not tell the question's language", exc_info=True)
+            return None
+
+    def _note_for(self, ahead: int, lang: str | None = None) -> str:
         """The placeholder: what the warm-up is doing, else the place in the queue."""
         if self.warmup is not None and not (state := self.warmup.state()).answering:
-            return state.note()
-        return queue_note(ahead)
+            return state.note(lang)
+        return queue_note(ahead, lang)
 
     def _record(self, q: Question) -> Job:
         try:

@@ -14,6 +14,7 @@ class Question:
     user: str
     is_dm: bool = False
     folders: tuple[str, ...] | None = None  # the channel's collection; None = every document
+    language: str | None = None  # the asker's, as detected (None: unknown; English is shown)
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """Rendering an :class:`Answer` for people: terminal text, JSON and Slack Block Kit.
 
 Pure functions: no I/O, no Slack client. Everything shown to Slack is escaped so
-that nothing a model or a document wrote can become a mention, a ping or a link.
+that nothing a model or a document wrote can become a mention, a ping or a link. What
+Footnote itself says is in the asker's language (:mod:`bot.i18n`); the quoted evidence
+stays in its document's.
 """
 
 from __future__ import annotations
@@ -10,14 +12,28 @@ import time
 from typing import Any
 
 from bot.health import Health
-from retrieval.answer import BROADCAST, EXCERPT_CHARS, Answer, Citation
+from bot.i18n import N_, say
+from retrieval.answer import BROADCAST, DOCS_SAY, EXCERPT_CHARS, Answer, Citation
 
-REFUSAL_HEADLINE = "I couldn't find this in the docs."
-POINTER_HEADLINE = "I'm not sure the docs answer this."
-POINTER_INTRO = "The closest passages (not an answer):"
-LEARNED_NOTE = "A teammate confirmed this passage for a message like this one."
-CONFIRM_BUTTON = "This answers it"
-NONE_BUTTON = "None of these"
+REFUSAL_HEADLINE = N_("I couldn't find this in the docs.")
+NOT_AN_ANSWER = N_("This is not an answer.")
+CLOSEST_DOCUMENTS = N_("Closest documents: {names}")
+POINTER_HEADLINE = N_("I'm not sure the docs answer this.")
+POINTER_INTRO = N_("The closest passages (not an answer):")
+LEARNED_NOTE = N_("A teammate confirmed this passage for a message like this one.")
+CONFIRM_BUTTON = N_("This answers it")
+NONE_BUTTON = N_("None of these")
+SOURCES = N_("Sources")
+SOURCES_CONSULTED = N_("Sources consulted (the answer cites none)")
+SEARCHED = N_("Searched: {where}")
+ALL_DOCUMENTS = N_("all documents")
+# Why a question was refused, for people (``Answer.reason`` is the technical one: --json, logs).
+NOTHING_CLOSE = N_("Nothing in the documents is close enough to this question.")
+NOT_SUPPORTED = N_("I answer questions in English and Danish.")
+NO_QUESTION = N_("Ask me a question about the docs.")
+NO_STATEMENT = N_("The matching passages hold nothing to quote.")
+NO_DOCUMENTS = N_("There are no documents in {where}.")
+_DOCS_SAY = N_("The docs say:")
 SECTION_LIMIT = 3000  # Slack's limit for a section block's text
 MAX_BLOCKS = 50
 QUOTE_CHARS = 280
@@ -75,23 +91,50 @@ def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
     return cut + "…"
 
 
+def refusal_reason(a: Answer) -> str:
+    """Why it was refused, in the asker's language: the technical reason in English, a
+    sentence from the catalogue in another language."""
+    lang = a.language
+    if a.reason.startswith("the question is in "):  # a language without support: say so in both
+        return f"{say('en', NOT_SUPPORTED)} {say('da', NOT_SUPPORTED)}"
+    if lang in (None, "en"):
+        return a.reason
+    if a.reason.startswith("no documents in ") and a.collection:
+        return say(lang, NO_DOCUMENTS, where=a.collection)
+    for prefix, message in (
+        ("there is no question", NO_QUESTION),
+        ("the matching passages hold", NO_STATEMENT),
+    ):
+        if a.reason.startswith(prefix):
+            return say(lang, message)
+    return say(lang, NOTHING_CLOSE)
+
+
+def answer_words(a: Answer) -> str:
+    """The answer's text, its "The docs say:" in the asker's language."""
+    if a.language not in (None, "en") and a.text.startswith(DOCS_SAY):
+        return say(a.language, _DOCS_SAY) + a.text[len(DOCS_SAY) :]
+    return a.text
+
+
 def answer_text(a: Answer) -> str:
     """What the Slack message shows, as plain terminal text."""
+    lang = a.language
     if a.refused:
-        lines = [f"{REFUSAL_HEADLINE} ({a.reason})"]
+        lines = [f"{say(lang, REFUSAL_HEADLINE)} ({refusal_reason(a)})"]
         if a.nearest:
-            lines.append("Closest documents (not an answer): " + ", ".join(a.nearest))
+            lines.append(say(lang, CLOSEST_DOCUMENTS, names=", ".join(a.nearest)))
         return "\n".join(lines)
     if a.pointers:
-        lines = [f"{POINTER_HEADLINE} {POINTER_INTRO}"]
+        lines = [f"{say(lang, POINTER_HEADLINE)} {say(lang, POINTER_INTRO)}"]
         for c in a.pointers:
             lines.append(f"[{c.n}] {_label(c)}  {c.url}")
             lines.append(f"    “{shorten(c.quote, EXCERPT_CHARS)}”")
         return "\n".join(lines)
-    lines = [a.text, ""]
+    lines = [answer_words(a), ""]
     if a.learned:
-        lines[1:1] = [LEARNED_NOTE]
-    title = "Sources" if a.citations else "Sources consulted (the answer cites none)"
+        lines[1:1] = [say(lang, LEARNED_NOTE)]
+    title = say(lang, SOURCES) if a.citations else say(lang, SOURCES_CONSULTED)
     lines.append(title + ":")
     for c in a.citations or a.consulted:
         lines.append(f"[{c.n}] {_label(c)}  {c.url}")
@@ -127,24 +170,25 @@ def _section(text: str) -> dict[str, Any]:
 
 def slack_blocks(a: Answer, collection: str | None = None, feedback_id: str | None = None) -> list[dict[str, Any]]:
     """Block Kit for an answer or a refusal, within Slack's limits."""
+    lang = a.language
     blocks: list[dict[str, Any]] = []
     if a.refused:
-        blocks.append(_section(f":mag: *{REFUSAL_HEADLINE}* _This is not an answer._\n{escape(a.reason)}"))
+        headline = f":mag: *{say(lang, REFUSAL_HEADLINE)}* _{say(lang, NOT_AN_ANSWER)}_"
+        blocks.append(_section(f"{headline}\n{escape(refusal_reason(a))}"))
         if a.nearest:
-            blocks.append(_context("Closest documents: " + ", ".join(escape(n) for n in a.nearest)))
+            blocks.append(_context(say(lang, CLOSEST_DOCUMENTS, names=", ".join(escape(n) for n in a.nearest))))
     elif a.pointers:
         blocks += pointer_blocks(a, feedback_id)
     else:
-        blocks.append(_section(escape(a.text)))
+        blocks.append(_section(escape(answer_words(a))))
         shown = a.citations or a.consulted
-        title = "*Sources*" if a.citations else "*Sources consulted* (the answer cites none)"
-        blocks.append(_section(title))
+        blocks.append(_section(f"*{say(lang, SOURCES)}*" if a.citations else f"*{say(lang, SOURCES_CONSULTED)}*"))
         for c in shown:
             blocks.append(_section(f"[{c.n}] {_link(c.url, _label(c))}\n> {escape(shorten(c.quote))}"))
     if a.learned and a.answered:
-        blocks.append(_context(f":white_check_mark: {LEARNED_NOTE}"))
+        blocks.append(_context(f":white_check_mark: {say(lang, LEARNED_NOTE)}"))
     if collection:
-        blocks.append(_context(f"Searched: {escape(collection)}"))
+        blocks.append(_context(say(lang, SEARCHED, where=escape(collection))))
     if feedback_id and a.answered:
         blocks.append(
             {
@@ -177,16 +221,16 @@ def pointer_blocks(a: Answer, feedback_id: str | None) -> list[dict[str, Any]]:
     """The closest passages, each with its quote, its link and (with ``feedback_id``) a
     "This answers it" button; then one "None of these" for the message. A button carries only
     the id of what was shown and the pointer's number: what they mean is kept server-side."""
-    blocks = [_section(f":mag: *{POINTER_HEADLINE}* {POINTER_INTRO}")]
+    lang = a.language
+    blocks = [_section(f":mag: *{say(lang, POINTER_HEADLINE)}* {say(lang, POINTER_INTRO)}")]
     for c in a.pointers:
         block = _section(f"[{c.n}] {_link(c.url, _label(c))}\n> {_excerpt(c)}")
         if feedback_id:
-            block["accessory"] = _button(CONFIRM_BUTTON, "pointer_confirm", f"{feedback_id}#{c.n}")
+            block["accessory"] = _button(say(lang, CONFIRM_BUTTON), "pointer_confirm", f"{feedback_id}#{c.n}")
         blocks.append(block)
     if feedback_id:
-        blocks.append(
-            {"type": "actions", "block_id": "pointers", "elements": [_button(NONE_BUTTON, "pointer_none", feedback_id)]}
-        )
+        none = _button(say(lang, NONE_BUTTON), "pointer_none", feedback_id)
+        blocks.append({"type": "actions", "block_id": "pointers", "elements": [none]})
     return blocks
 
 
@@ -207,40 +251,56 @@ def _context(text: str) -> dict[str, Any]:
 def fallback_text(a: Answer) -> str:
     """Notification text (shown where blocks are not): escaped, short."""
     if a.refused:
-        return escape(REFUSAL_HEADLINE)
-    return escape(POINTER_HEADLINE if a.pointers else shorten(a.text, 300))
+        return escape(say(a.language, REFUSAL_HEADLINE))
+    return escape(say(a.language, POINTER_HEADLINE) if a.pointers else shorten(answer_words(a), 300))
 
 
-def status_text(h: Health) -> str:
+HEALTH = N_("Index health")
+HEALTH_IN = N_("Index health in {where}")
+COUNTS = N_("{indexed} indexed · {failed} failed · {stale} stale · {chunks} chunks")
+LAST_SYNC = N_("Last sync: {when}, took {seconds}s")
+SYNC_FAILED_SCOPED = N_("Last sync failed (`footnote status` and the server's log say why)")
+SYNC_FAILED = N_("Last sync failed: {why}")
+NEXT_SYNC = N_("Next sync: {when}")
+GATE = N_("Gate: answers at ≤ {answer}, points at the closest passages up to {point}")
+FAILED = N_("Failed")
+STALE = N_("Stale (rebuilt by the next sync)")
+AND_MORE = N_("…and {n} more (`footnote status` lists all)")
+
+
+def status_text(h: Health, lang: str | None = None) -> str:
     """Index health as mrkdwn, for `/ask status` and the App Home tab (``h`` holds only the
     documents the asker's channel may search)."""
-    names = [escape(f.strip("/") + "/") if f.strip("/") else "all documents" for f in h.scope or ()]
-    where = "" if h.scope is None else " in " + ", ".join(names)
+    names = [escape(f.strip("/") + "/") if f.strip("/") else say(lang, ALL_DOCUMENTS) for f in h.scope or ()]
+    title = say(lang, HEALTH) if h.scope is None else say(lang, HEALTH_IN, where=", ".join(names))
     lines = [
-        f"*Index health{where}* {'✅' if h.ok else '⚠️'}",
-        f"{h.indexed} indexed · {len(h.failed)} failed · {len(h.stale)} stale · {h.chunks} chunks",
+        f"*{title}* {'✅' if h.ok else '⚠️'}",
+        say(lang, COUNTS, indexed=h.indexed, failed=len(h.failed), stale=len(h.stale), chunks=h.chunks),
     ]
     if h.last_sync_at is not None:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(h.last_sync_at))
-        lines.append(f"Last sync: {when}, took {h.last_sync_seconds or 0:.1f}s")
+        lines.append(say(lang, LAST_SYNC, when=when, seconds=f"{h.last_sync_seconds or 0:.1f}"))
     if h.last_sync_error and h.scope is not None:  # its reason may name what lies outside the scope
-        lines.append("Last sync failed (`footnote status` and the server's log say why)")
+        lines.append(say(lang, SYNC_FAILED_SCOPED))
     elif h.last_sync_error:
-        lines.append(f"Last sync failed: {escape(h.last_sync_error)[:300]}")
+        lines.append(say(lang, SYNC_FAILED, why=escape(h.last_sync_error)[:300]))
     if h.next_sync is not None:
-        lines.append(f"Next sync: {h.next_sync.strftime('%Y-%m-%d %H:%M %Z').strip()}")
+        lines.append(say(lang, NEXT_SYNC, when=h.next_sync.strftime("%Y-%m-%d %H:%M %Z").strip()))
     if h.calibration is not None:
-        lines.append(f"Gate: {h.calibration.summary()}")
-    for title, items in (("Failed", h.failed), ("Stale (rebuilt by the next sync)", h.stale)):
+        answer, point = h.calibration.thresholds
+        english = lang in (None, "en")  # in English, the calibration's whole summary
+        gate = say(lang, GATE, answer=f"{answer:.3f}", point=f"{point:.3f}")
+        lines.append(f"Gate: {h.calibration.summary()}" if english else gate)
+    for title, items in ((say(lang, FAILED), h.failed), (say(lang, STALE), h.stale)):
         if items:
             lines.append(f"*{title}:*")
             shown = list(items.items())[:15]
             lines += [f"• `{escape(p)}`: {escape(r)}" for p, r in shown]
             if len(items) > len(shown):
-                lines.append(f"…and {len(items) - len(shown)} more (`footnote status` lists all)")
+                lines.append(say(lang, AND_MORE, n=len(items) - len(shown)))
     return "\n".join(lines)
 
 
-def status_blocks(h: Health) -> list[dict[str, Any]]:
-    text = status_text(h)
+def status_blocks(h: Health, lang: str | None = None) -> list[dict[str, Any]]:
+    text = status_text(h, lang)
     return [_section(text[i : i + SECTION_LIMIT]) for i in range(0, len(text), SECTION_LIMIT)][:MAX_BLOCKS]

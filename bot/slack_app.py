@@ -21,6 +21,7 @@ from bot.claims import FirstDelivery
 from bot.feedback import FeedbackStore, Passage, Shown
 from bot.gaps import DAY_S, GapRecord, find_gaps, gaps_blocks, scope_key, visible
 from bot.health import Health
+from bot.i18n import N_, say
 from bot.intake import NOT_HERE, Answers, Intake
 from bot.journal import Journal
 from bot.question import Question
@@ -30,6 +31,11 @@ from bot.threads import MENTION, SlackThreads
 
 log = logging.getLogger("footnote.slack")
 
+ASK_HOW = N_("Ask a question after the command, e.g. `/ask How do I claim travel expenses?`")
+ASKED = N_("<@{user}> asked: {question}")
+THANKS = N_("Thanks: your feedback was recorded.")
+THANKS_CONFIRMED = N_("Thanks: messages like this one will be answered from that passage here.")
+THANKS_NONE = N_("Thanks: noted as a question the docs don't answer yet.")
 HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the last 30 days
 HOME_GAPS = 5
 # The index's health, counting only the documents under the folders given (None: all).
@@ -51,6 +57,7 @@ class SlackBot:
         first: FirstDelivery,
         status: StatusOf | None = None,
         gaps: GapRecord | None = None,
+        home_language: str | None = None,
     ) -> None:
         self.app = app
         self.client = client
@@ -62,6 +69,7 @@ class SlackBot:
         self.scopes = scopes
         self.status = status
         self.gaps = gaps  # None: FOOTNOTE_GAPS=off
+        self.home_language = home_language  # App Home and `/ask status` (a pinned language; else English)
         self._first = first
         self._register()
 
@@ -128,23 +136,26 @@ class SlackBot:
 
     def _on_command(self, ack: Callable[..., None], command: dict[str, Any]) -> None:
         text = (command.get("text") or "").strip()
+        lang = self.intake.language_of(text) if text else self.home_language
         if not text:
-            ack("Ask a question after the command, e.g. `/ask How do I claim travel expenses?`")
+            ack(say(lang, ASK_HOW))
             return
         is_dm = command.get("channel_name") == "directmessage"
         scope = self.scopes.for_channel(command["channel_id"], is_dm)
         if scope.excluded:
-            ack(NOT_HERE)
+            ack(say(lang, NOT_HERE))
             return
-        if text.lower() == "status" and self.status is not None:
+        if text.lower() in ("status", "status?") and self.status is not None:
             # Only the asker sees it (a slash command's direct response is ephemeral), and only
             # the documents this channel may search: no names from past its scope.
             health = self.status(scope.folders)
-            ack(text=status_text(health), blocks=status_blocks(health))
+            home = self.home_language
+            ack(text=status_text(health, home), blocks=status_blocks(health, home))
             return
         ack()
         user = command.get("user_id", "")
-        posted = self.client.chat_postMessage(channel=command["channel_id"], text=f"<@{user}> asked: {escape(text)}")
+        asked = say(lang, ASKED, user=user, question=escape(text))
+        posted = self.client.chat_postMessage(channel=command["channel_id"], text=asked)
         ts = str(posted["ts"])
         self.intake.submit(Question(command["channel_id"], ts, ts, text, user, is_dm=is_dm))
 
@@ -154,10 +165,13 @@ class SlackBot:
             return
         # The Home tab is the user's direct conversation with the app: the direct-message scope.
         scope = self.scopes.for_channel(str(event.get("channel", "")), is_dm=True)
+        home = self.home_language
         if scope.excluded:
-            blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": NOT_HERE}}]
+            blocks: list[dict[str, Any]] = [
+                {"type": "section", "text": {"type": "mrkdwn", "text": say(home, NOT_HERE)}}
+            ]
         else:
-            blocks = status_blocks(self.status(scope.folders)) if self.status is not None else []
+            blocks = status_blocks(self.status(scope.folders), home) if self.status is not None else []
             if self.gaps is not None:
                 blocks += self._gap_blocks(event["user"])
         if blocks:
@@ -169,7 +183,7 @@ class SlackBot:
         assert self.gaps is not None
         rows = self.gaps.asked(HOME_GAP_DAYS * DAY_S, gaps_only=True)
         mine = visible(rows, self._reader(user)) if rows else []
-        return gaps_blocks(find_gaps(mine), HOME_GAP_DAYS, HOME_GAPS)
+        return gaps_blocks(find_gaps(mine), HOME_GAP_DAYS, HOME_GAPS, self.home_language)
 
     def _reader(self, user: str) -> list[Folders]:
         """What ``user`` may search: the folders of the channels they are in (as Slack lists
@@ -208,7 +222,7 @@ class SlackBot:
                 self._confirm(shown, passage, user, "answer")
         elif shown.learned and self.answers.forget(shown.learned):
             log.info("👎 on an answer from learned pair %s: the pair is removed", shown.learned)
-        self._thank(channel, user, "Thanks: your feedback was recorded.")
+        self._thank(channel, user, THANKS, shown)
 
     def _on_confirm(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
         """ "This answers it" under a pointer: keep that passage as answering the message."""
@@ -224,7 +238,7 @@ class SlackBot:
             return
         if self._confirm(shown, shown.pointers[k - 1], user, "pointer"):
             self._vote(fid, "up", user)
-            self._thank(channel, user, "Thanks: messages like this one will be answered from that passage here.")
+            self._thank(channel, user, THANKS_CONFIRMED, shown)
 
     def _on_none(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
         """ "None of these": the docs did not answer it (a gap, with its 👎)."""
@@ -234,7 +248,7 @@ class SlackBot:
             return
         user, channel, shown = click
         self._vote(shown.id, "down", user)
-        self._thank(channel, user, "Thanks: noted as a question the docs don't answer yet.")
+        self._thank(channel, user, THANKS_NONE, shown)
 
     # -- clicks ---------------------------------------------------------------------------
 
@@ -276,6 +290,8 @@ class SlackBot:
             except Exception:
                 log.exception("could not record the vote in the gaps record")
 
-    def _thank(self, channel: str, user: str, text: str) -> None:
+    def _thank(self, channel: str, user: str, message: str, shown: Shown) -> None:
+        """An ephemeral thank-you, in the language the question was asked in."""
         if channel:
-            self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+            lang = self.intake.language_of(shown.question)
+            self.client.chat_postEphemeral(channel=channel, user=user, text=say(lang, message))

@@ -27,9 +27,19 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
+from bot.i18n import N_, say
+
 log = logging.getLogger("footnote")
 
 FOLDER = "serving"  # in the data dir: one file per serving process
+
+
+READING = N_("Reading the drive for the first time… I'll answer here once it's read.")
+READING_COUNTED = N_(
+    "Reading the drive for the first time: {done} of {total} documents… I'll answer here once it's read."
+)
+LOADING = N_("Starting up: loading {what}… I'll answer here in a moment.")
+STARTING = N_("Starting up… I'll answer here in a moment.")
 
 
 class Phase(StrEnum):
@@ -64,14 +74,15 @@ class State:
             return f"syncing: {self.done:,} of {self.total:,} documents read" if self.total else "syncing"
         return f"{self.phase}: {self.detail}" if self.detail else str(self.phase)
 
-    def note(self) -> str:
-        """What a question's placeholder says while it waits for the warm-up."""
+    def note(self, lang: str | None = None) -> str:
+        """What a question's placeholder says while it waits for the warm-up (in the asker's language)."""
         if self.phase is Phase.SYNCING:
-            counts = f": {self.done:,} of {self.total:,} documents" if self.total else ""
-            return f"Reading the drive for the first time{counts}… I'll answer here once it's read."
+            if self.total:
+                return say(lang, READING_COUNTED, done=f"{self.done:,}", total=f"{self.total:,}")
+            return say(lang, READING)
         if self.phase is Phase.LOADING and self.detail:
-            return f"Starting up: loading {self.detail}… I'll answer here in a moment."
-        return "Starting up… I'll answer here in a moment."
+            return say(lang, LOADING, what=self.detail)
+        return say(lang, STARTING)
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {"phase": str(self.phase), "since": self.since}

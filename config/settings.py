@@ -86,11 +86,18 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(0, ge=0, le=1024, description="Characters copied from the previous chunk.")
     max_file_mb: float = Field(50.0, gt=0, le=100_000, description="Files larger than this are recorded as failed.")
 
+    # Languages: detected per document and per question (English and Danish are supported).
+    languages: Annotated[tuple[str, ...], NoDecode] = Field(
+        (),
+        description="Comma-separated languages of the drive, e.g. 'da' or 'en,da': one pins every document and "
+        "question to it, several restrict detection to them; unset = detected.",
+    )
+
     # The embedding model. Changing it re-stamps every document (stale, then rebuilt by the next sync).
     embed_model: str = Field(
-        "minilm",
-        description="'minilm' (all-MiniLM-L6-v2, packaged) or a sentence-transformers model directory "
-        "(e.g. one training/train_embedder.py wrote).",
+        "auto",
+        description="'auto' (all-MiniLM-L6-v2 for an English drive, multilingual-e5-small once it holds another "
+        "language), 'minilm', 'multilingual-e5' (both packaged) or a sentence-transformers model directory.",
     )
     # The embedding runtime: "auto" times every runtime this CPU can run and takes the
     # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).
@@ -208,6 +215,12 @@ class Settings(BaseSettings):
         "(one model call per answer, ~1 s with qwen-1.5b on 2 cores; qwen-1.5b needs `pip install '.[large-model]'`, "
         "answer-model is the one FOOTNOTE_LLM/_GGUF/_URL configure). The gate judges the question as asked.",
     )
+    translate: Literal["off", "answer-model", "qwen-1.5b"] = Field(
+        "answer-model",
+        description="A question in another language than a one-language drive's is translated into the drive's "
+        "language to be searched, and the answer back ('answer-model': the packaged model that answers; "
+        "'qwen-1.5b': better, needs `pip install '.[large-model]'`; 'off').",
+    )
     answer_deadline_s: float = Field(
         30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
     )
@@ -288,16 +301,29 @@ class Settings(BaseSettings):
     @classmethod
     def _embed_model(cls, v: str) -> str:
         v = v.strip()
-        if v == "minilm":
+        if v in ("auto", "minilm", "multilingual-e5"):
             return v
         if not (Path(v) / "config.json").is_file():
-            raise ValueError("must be 'minilm' or a sentence-transformers model directory (with its config.json)")
+            raise ValueError(
+                "must be 'auto', 'minilm', 'multilingual-e5' or a sentence-transformers model directory "
+                "(with its config.json)"
+            )
         return v
 
     @field_validator("channel_folders", mode="before")
     @classmethod
     def _channel_folders(cls, v: object) -> object:
         return parse_channel_folders(v) if isinstance(v, str) else v  # ValueError names the entry that is wrong
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _languages(cls, v: object) -> object:
+        if isinstance(v, str):
+            v = tuple(x.strip().lower() for x in v.split(",") if x.strip())
+        bad = [str(n) for n in v if n not in ("en", "da")] if isinstance(v, tuple | list) else []
+        if bad:
+            raise ValueError(f"{', '.join(bad)}: Footnote supports en (English) and da (Danish)")
+        return v
 
     @field_validator("ignore", "excluded_channels", mode="before")
     @classmethod

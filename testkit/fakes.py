@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ class HashEmbedder:
             out[i] = v / np.linalg.norm(v)
         return out
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
+
     def count_tokens(self, text: str) -> int:
         return len(text.split()) + 2
 
@@ -66,6 +70,10 @@ class CountingEmbedder:
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         self.calls += len(texts)
         return self.inner.embed(list(texts))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += len(texts)
+        return self.inner.embed_queries(list(texts))
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
@@ -164,6 +172,7 @@ class MemoryManifest:
         self.records: dict[str, DocRecord] = {}
         self.folder: str | None = None
         self.writes = 0
+        self._languages: dict[str, int] = {}
 
     def all(self) -> dict[str, DocRecord]:
         return dict(sorted(self.records.items()))
@@ -187,6 +196,12 @@ class MemoryManifest:
 
     def docs_folder(self) -> str | None:
         return self.folder
+
+    def languages(self) -> dict[str, int]:
+        return dict(self._languages)
+
+    def set_languages(self, counts: Mapping[str, int]) -> None:
+        self._languages = dict(counts)
 
     def set_docs_folder(self, folder: str) -> None:
         self.writes += 1
@@ -251,7 +266,7 @@ def memory_engine(
         manifest=manifest if manifest is not None else MemoryManifest(),
         lease=lease if lease is not None else MemoryLease(),
         runner=ExtractionRunner(),
-        **({"clock": clock} if clock is not None else {}),
+        clock=clock if clock is not None else time.monotonic,
     )
 
 

@@ -14,12 +14,14 @@ from retrieval.answer.links import LinkSigner, SignLink, VerifyLink, load_secret
 from retrieval.answer.pointers import EXCERPT_CHARS, point_at
 from retrieval.answer.probe import ANSWER_PROBE
 from retrieval.answer.rewrite import Rewrite, Rewriter, widen
-from retrieval.answer.service import Answer, AnswerCheck, AnswerService, Outcome, Quoted
+from retrieval.answer.service import DOCS_SAY, Answer, AnswerCheck, AnswerService, Outcome, Quoted
 from retrieval.answer.support import content_words
+from retrieval.answer.translate import Translate, Translator
 
 __all__ = [
     "ANSWER_PROBE",
     "BROADCAST",
+    "DOCS_SAY",
     "EXCERPT_CHARS",
     "Answer",
     "AnswerCheck",
@@ -32,6 +34,8 @@ __all__ = [
     "Rewrite",
     "Rewriter",
     "SignLink",
+    "Translate",
+    "Translator",
     "VerifyLink",
     "content_words",
     "find_passage",

@@ -25,6 +25,9 @@ INSTRUCTIONS = (
     "it is taken from, in square brackets. Copy the source's words where you can. "
     "If the sources do not answer the question, write only: [0]"
 )
+# Appended for a question in another language than English: the model writes in it (it
+# copies the source's words, so from Danish sources it mostly does anyway).
+IN_LANGUAGE = {"da": " Write the answer in Danish."}
 MAX_CLAIMS = 3
 NOT_FOUND = "[0]"
 
@@ -39,7 +42,9 @@ class Claim:
     cite: int
 
 
-def build_prompt(question: str, sentences: Sequence[Numbered], context: Sequence[str] = ()) -> list[Message]:
+def build_prompt(
+    question: str, sentences: Sequence[Numbered], context: Sequence[str] = (), language: str | None = None
+) -> list[Message]:
     """Fixed instructions (a cacheable prefix), then the question, the numbered sentences
     and the question again.
 
@@ -53,7 +58,8 @@ def build_prompt(question: str, sentences: Sequence[Numbered], context: Sequence
     """
     earlier = "".join(f"Earlier question in this conversation: {q}\n" for q in context)
     user = f"QUESTION\n{question}\n\nSOURCES\n{sources_block(sentences)}\n\n{earlier}QUESTION\n{question}"
-    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": user}]
+    system = INSTRUCTIONS + IN_LANGUAGE.get(language or "", "")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 _STOPS = frozenset(b".!?")

@@ -29,12 +29,14 @@ from retrieval.answer.pointers import point_at
 from retrieval.answer.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.answer.rewrite import Rewrite, widen
 from retrieval.answer.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
+from retrieval.answer.translate import Translate
 from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import LanguageModel, OnToken
-from retrieval.search import GateConfig, GateDecision, Searcher, SearchResult, Verdict, decide
+from retrieval.search import GateConfig, GateDecision, Languages, Searcher, SearchResult, Verdict, decide
 from retrieval.types import Hit
 
 DOCS_SAY = "The docs say:"
+_WORDS = re.compile(r"[^\W_]")  # a letter or digit in any script
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Answer:
     # The question's vector as the search embedded it (with its thread's context), for grouping by meaning.
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)
     learned: str | None = None  # the confirmed pair the answer came from (its id), if it did
+    language: str | None = None  # the asker's (what Footnote says is in it; quotes stay in their document's)
 
     @property
     def kind(self) -> str:
@@ -148,6 +151,8 @@ class _Turn:
     on_token: OnToken | None
     timings: dict[str, float]
     t0: float
+    asked: str  # the question as searched and answered: in the drive's language
+    back: str | None = None  # the asker's language to translate the answer into, when it is another
 
     def done(self) -> dict[str, float]:
         self.timings["total"] = (time.perf_counter() - self.t0) * 1000
@@ -190,6 +195,7 @@ class AnswerService:
         deadline_s: float | None = None,  # None: the model's own deadline
         rewriter: Rewrite | None = None,
         learned: LearnedPairs | None = None,
+        translator: Translate | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -202,6 +208,7 @@ class AnswerService:
         self.deadline_s = deadline_s
         self.rewriter = rewriter  # the question in the documents' words (retrieval.answer.rewrite), or None
         self.learned = learned  # the team's confirmed pairs, or None (nothing is learned)
+        self.translator = translator  # a question in another language than the drive's, into it (or None)
 
     def answer(
         self,
@@ -212,12 +219,23 @@ class AnswerService:
     ) -> Answer:
         """Answer from the whole index, or only from documents under ``folders``."""
         t0 = time.perf_counter()
+        if not _WORDS.search(question):  # empty, emoji, punctuation: nothing to search for
+            return Answer(question, True, "there is no question to answer", "", [], outcome=Outcome.REFUSED_GATE)
         searcher = self._searcher()
-        result = searcher.search(question, k=20, context=context, folders=folders)
+        asked_in = searcher.languages.detect(question)
+        if not Languages.supported(asked_in):
+            reason = f"the question is in {asked_in}, which Footnote does not support (English, Danish)"
+            timings = {"total": (time.perf_counter() - t0) * 1000}
+            return Answer(question, True, reason, "", [], timings=timings, outcome=Outcome.REFUSED_GATE)
+        searched, into, took = self._in_drive_language(searcher, question, asked_in)
+        result = searcher.search(searched, k=20, context=context, folders=folders)
+        language = asked_in or result.language or Languages.main(searcher.snapshot)
         collection = (
             ", ".join(f.strip("/") + "/" if f.strip("/") else "all documents" for f in folders) if folders else None
         )
         timings = dict(result.timings)
+        if took is not None:
+            timings["translate"] = took
         t = time.perf_counter()
         decision = decide(result, self.gate, self.max_sources)
         timings["gate"] = (time.perf_counter() - t) * 1000
@@ -236,8 +254,9 @@ class AnswerService:
             collection=collection,
             outcome=Outcome.REFUSED_GATE,
             vector=result.query_vector,
+            language=language,
         )
-        turn = _Turn(searcher, result, base, context, on_token, timings, t0)
+        turn = _Turn(searcher, result, base, context, on_token, timings, t0, searched, language if into else None)
         if match is not None:
             return self._from_pair(turn, match)
         if decision.verdict is Verdict.REFUSE:
@@ -258,14 +277,14 @@ class AnswerService:
     def _written(self, turn: _Turn, sources: list[Hit], sentences: list[SourceSentence]) -> Answer:
         """The model writes from ``sentences``; every sentence it writes is checked and cited.
         When it finds no answer in them, the passages are pointed at instead."""
-        question, timings = turn.base.question, turn.timings
+        question, timings = turn.asked, turn.timings  # in the drive's language: the model answers in it
         question_idf = question_weights(question, turn.searcher.snapshot.bm25.idf)
         if not sentences:
             # Every sentence that matched is an instruction planted for an assistant.
             return replace(turn.base, reason="the matching passages hold no statement to cite", timings=turn.done())
         model = self._model()
         grammar = AnswerFormat(len(sentences))
-        messages = build_prompt(question, sentences, turn.context)
+        messages = build_prompt(question, sentences, turn.context, turn.base.language if not turn.back else None)
         stream = _PartialText(turn.on_token)
         t = time.perf_counter()
         raw = model.complete(messages, self.max_tokens, stream, grammar=grammar, deadline_s=self.deadline_s)
@@ -283,6 +302,7 @@ class AnswerService:
         qvec = turn.result.query_vector
         claim_vecs, sentences = self._vectors(turn.searcher, [c.text for c in claims], sentences)
         checked = check(claims, claim_vecs, sentences, self.support, question)
+        checked = self._translated_back(checked, turn)
         text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0])
         timings["check"] = (time.perf_counter() - t) * 1000
         summary = AnswerCheck(
@@ -311,7 +331,7 @@ class AnswerService:
     def _pointed(self, turn: _Turn, sources: Sequence[Hit], reason: str) -> Answer:
         """Not sure: the closest passages, each one's best sentence quoted (no model call)."""
         snap = turn.searcher.snapshot
-        idf = question_weights(turn.base.question, snap.bm25.idf)
+        idf = question_weights(turn.asked, snap.bm25.idf)
         pointers = point_at(sources, turn.result.query_vector, idf, snap.sentence_rows_of, self.links)
         if not pointers:  # every passage holds only text planted for an assistant
             return replace(turn.base, reason="the matching passages hold no statement to show", timings=turn.done())
@@ -319,6 +339,35 @@ class AnswerService:
         return replace(
             turn.base, refused=False, reason=reason, pointers=pointers, timings=done, outcome=Outcome.POINTED
         )
+
+    def searched_as(self, question: str) -> str:
+        """What is searched for ``question``: itself, or its translation into the drive's language."""
+        searcher = self._searcher()
+        return self._in_drive_language(searcher, question, searcher.languages.detect(question))[0]
+
+    def _in_drive_language(
+        self, searcher: Searcher, question: str, asked_in: str | None
+    ) -> tuple[str, str | None, float | None]:
+        """(the text to search, the language it was translated into or None, the ms it took):
+        a question in another language than a one-language drive's, translated into the drive's."""
+        drive = set(searcher.snapshot.languages.values())
+        if self.translator is None or asked_in is None or len(drive) != 1 or asked_in in drive:
+            return question, None, None
+        (into,) = drive
+        t = time.perf_counter()
+        translated = self.translator(question, into)
+        took = (time.perf_counter() - t) * 1000
+        return (translated, into, took) if translated else (question, None, took)
+
+    def _translated_back(self, checked: Checked, turn: _Turn) -> Checked:
+        """The checked sentences in the asker's language (their evidence stays verbatim): a
+        sentence whose translation fails is shown as the model wrote it."""
+        if turn.back is None or self.translator is None or not checked.claims:
+            return checked
+        t = time.perf_counter()
+        claims = [replace(c, text=self.translator(c.text, turn.back) or c.text) for c in checked.claims]
+        turn.timings["translate_back"] = (time.perf_counter() - t) * 1000
+        return replace(checked, claims=claims)
 
     def _learned(
         self,
@@ -331,7 +380,7 @@ class AnswerService:
         """The confirmed pair this message reads like, in its scope (the message alone, not its thread)."""
         if self.learned is None or not result.hits:
             return None
-        vector = result.query_vector if not context else searcher.embedder.embed([question])[0]
+        vector = result.query_vector if not context else searcher.embedder.embed_queries([question])[0]
         if vector is None:
             return None
         return self.learned.match(vector, folders, searcher.snapshot, result.hits[0].chunk)
@@ -369,7 +418,7 @@ class AnswerService:
         c = snap.chunks[where]
         if c.content[passage.start - c.start : passage.end - c.start] != passage.quote:
             return None
-        vector = searcher.embedder.embed([message])[0]
+        vector = searcher.embedder.embed_queries([message])[0]
         return self.learned.confirm(
             message, vector, folders, passage.path, passage.start, passage.end, passage.quote, user, via
         )
@@ -416,7 +465,7 @@ class AnswerService:
         if missing:
             fill = dict(zip((s.n for s in missing), searcher.embedder.embed([s.text for s in missing]), strict=True))
             sentences = [replace(s, vector=fill[s.n]) if s.n in fill else s for s in sentences]
-        return list(searcher.embedder.embed(claims)), sentences
+        return list(searcher.embedder.embed_queries(claims)), sentences
 
     def _compose(
         self,

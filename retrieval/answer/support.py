@@ -18,7 +18,7 @@ import numpy as np
 
 from retrieval.answer.evidence import SourceSentence, relevance, source_heading
 from retrieval.answer.prompt import Claim
-from retrieval.index import STOPWORDS, tokenize
+from retrieval.index import DANISH_STOPWORDS, STOPWORDS, tokenize
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -69,8 +69,11 @@ def _stem(word: str) -> str:
     return word
 
 
+_FUNCTION_WORDS = STOPWORDS | DANISH_STOPWORDS  # a Danish answer is checked against a Danish source alike
+
+
 def content_words(text: str) -> set[str]:
-    return {_stem(w) for w in tokenize(text) if w not in STOPWORDS and len(w) > 1 and not w.isdigit()}
+    return {_stem(w) for w in tokenize(text) if w not in _FUNCTION_WORDS and len(w) > 1 and not w.isdigit()}
 
 
 # "not", "no", "never", and the "t" that tokenising "doesn't" leaves behind.

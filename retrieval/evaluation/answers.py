@@ -17,6 +17,7 @@ exact sign test, like retrieval strategies.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -48,6 +49,8 @@ class AnswerRow:
     outcome: str = ""  # answered, pointed or refused ("" in an older run's rows: refused or answered)
     quoted: bool = False  # pointed, and a pointer's quote contains the whole needle
     learned: bool = False  # answered from a confirmed pair
+    asked_in: str = ""  # the question's language, as the service told it
+    answered_in: str = ""  # an answer's language, by the detector ("" when not answered or too short)
 
     @property
     def kind(self) -> str:
@@ -82,13 +85,18 @@ def needle_share(needle: str, text: str) -> float:
     return len(want & content_words(text)) / len(want) if want else 0.0
 
 
+_CITE = re.compile(r"\[\d+\]")
+
+
 def holds(needle: str, quotes: Sequence[Citation]) -> Citation | None:
     """The first of ``quotes`` whose words contain the whole needle (whitespace folded)."""
     want = normalise(needle)
     return next((c for c in quotes if want and want in normalise(c.quote)), None)
 
 
-def score(qid: str, style: str, question: str, needle: str, a: Answer, seconds: float, ood: bool) -> AnswerRow:
+def score(
+    qid: str, style: str, question: str, needle: str, a: Answer, seconds: float, ood: bool, answered_in: str = ""
+) -> AnswerRow:
     hit = bool(needle) and holds(needle, a.citations) is not None
     return AnswerRow(
         qid,
@@ -108,13 +116,20 @@ def score(qid: str, style: str, question: str, needle: str, a: Answer, seconds: 
         a.kind,
         a.kind == "pointed" and bool(needle) and holds(needle, a.pointers) is not None,
         a.learned is not None and a.answered,
+        a.language or "",
+        answered_in,
     )
 
 
 def run_answers(
-    service: AnswerService, questions: Sequence[Any], ood: Sequence[Any], progress: Progress = lambda _m: None
+    service: AnswerService,
+    questions: Sequence[Any],
+    ood: Sequence[Any],
+    progress: Progress = lambda _m: None,
+    language_of: Callable[[str], str | None] = lambda _t: None,
 ) -> list[AnswerRow]:
-    """Ask every question through the real answer service (the model is called)."""
+    """Ask every question through the real answer service (the model is called); ``language_of``
+    tells each answer's language (its words, not the quotes)."""
     rows = []
     every = [(q, False) for q in questions] + [(q, True) for q in ood]
     for i, (q, is_ood) in enumerate(every, start=1):
@@ -123,7 +138,8 @@ def run_answers(
             a = service.answer(q.question)
         except FootnoteError as exc:  # a model that timed out on one question is a result, not a crash
             a = Answer(q.question, True, f"error: {exc}", "", [], outcome=Outcome.ERROR)
-        rows.append(score(q.id, q.style, q.question, q.needle, a, time.perf_counter() - t, is_ood))
+        said = language_of(_CITE.sub("", a.text)) if a.answered and not a.check.shown_as_evidence else None
+        rows.append(score(q.id, q.style, q.question, q.needle, a, time.perf_counter() - t, is_ood, said or ""))
         if i % 10 == 0 or i == len(every):
             progress(f"answers {i}/{len(every)}")
     return rows
@@ -162,6 +178,7 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
     answered = [r for r in inside if r.answered]
     model_times = [r.seconds for r in rows if r.answered or r.reason.startswith("the model found no answer")]
     pointed = [r for r in rows if r.pointed]
+    told = [r for r in rows if r.answered_in]  # answers whose language the detector could tell
     return {
         "outcomes": {
             "cited": _share(sum(r.evidence_hit for r in inside), len(inside)),
@@ -175,6 +192,7 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
             "ood_pointed": _share(sum(r.pointed for r in outside), len(outside)),
             "ood_refused": _share(sum(r.kind == "refused" for r in outside), len(outside)),
             "pointer_seconds_p50": _pct([r.seconds for r in pointed], 0.5),
+            "in_the_askers_language": _share(sum(r.answered_in == r.asked_in for r in told), len(told)),
         },
         "questions": len(inside),
         "answered": _share(len(answered), len(inside)),

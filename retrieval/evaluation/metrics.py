@@ -29,7 +29,8 @@ def styles_of(styles: Sequence[str]) -> list[str]:
 
 
 def normalise(text: str) -> str:
-    return " ".join(text.split())
+    """Whitespace and case folded (æ, ø, å and every other letter kept): how a needle is matched."""
+    return " ".join(text.split()).casefold()
 
 
 def passage(chunk: Chunk) -> str:

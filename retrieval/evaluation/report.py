@@ -199,6 +199,7 @@ def _outcome_line(style: str, o: dict[str, Any]) -> str:
     return (
         f"  {style:10} cited {k('cited')}, answered {o['answered_not_cited']['k']}, quoted {k('quoted')}, "
         f"pointed {o['pointed_not_quoted']['k']}, dead ends {o['dead_ends']['k']} (shown {k('shown')}; "
-        f"{o['learned']} from learned pairs) | unanswerable answered {k('ood_answered')}, pointed "
+        f"{o['learned']} from learned pairs; in the asker's language {k('in_the_askers_language')}) | "
+        f"unanswerable answered {k('ood_answered')}, pointed "
         f"{o['ood_pointed']['k']}, refused {o['ood_refused']['k']}; pointer p50 {o['pointer_seconds_p50'] * 1000:.0f} ms"
     )

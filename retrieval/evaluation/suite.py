@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -282,10 +282,18 @@ def run_eval(
     default_label: str = "default",
     progress: Callable[[str], None] = lambda _msg: None,
     rewriter: Rewrite | None = None,
+    searched_as: Callable[[str], str] | None = None,
 ) -> EvalReport:
-    """Every strategy on the same questions, the paired tests, and the refusal sweep."""
+    """Every strategy on the same questions, the paired tests, and the refusal sweep.
+
+    ``searched_as`` is what the answer service searches for a question (a question in
+    another language than the drive's, translated into it): every strategy searches that."""
     if not questions:
         raise ConfigError("no questions to evaluate")
+    if searched_as is not None:
+        progress("translating questions in another language than the drive's")
+        questions = [replace(q, question=searched_as(q.question)) for q in questions]
+        ood = [replace(q, question=searched_as(q.question)) for q in ood]
     runs: dict[str, StrategyRun] = {}
     progress("default pipeline")
     runs["default"], default_results = run_strategy("default", default_label, default, questions)

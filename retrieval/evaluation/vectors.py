@@ -15,7 +15,7 @@ import hashlib
 import logging
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +53,17 @@ class CachingEmbedder:
         return {k.tobytes(): v for k, v in zip(keys, vecs, strict=True)}
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
-        keys = [_digest(t) for t in texts]
+        return self._cached(texts, lambda todo: self.inner.embed(todo, progress=progress), "")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, self.inner.embed_queries, "query\0")  # another prefix, another vector
+
+    def _cached(self, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray], kind: str) -> np.ndarray:
+        keys = [_digest(kind + t) for t in texts]
         first = {k: i for i, k in reversed(list(enumerate(keys)))}  # each distinct text once
         todo = [i for k, i in first.items() if k not in self._stored and k not in self._used]
         if todo:
-            fresh = self.inner.embed([texts[i] for i in todo], progress=progress)
+            fresh = embed([texts[i] for i in todo])
             self._used.update((keys[i], v) for i, v in zip(todo, fresh, strict=True))
             self.embedded += len(todo)
         self.hits += len(texts) - len(todo)

@@ -9,7 +9,7 @@ the lease, the manifest and Slack's claims across replicas; BM25 and the
 
 from __future__ import annotations
 
-from retrieval.index.bm25 import STOPWORDS, Bm25Index, tokenize
+from retrieval.index.bm25 import DANISH_STOPWORDS, STOPWORDS, Bm25Index, tokenize
 from retrieval.index.lease import FileLease, Lease, SharedLease
 from retrieval.index.manifest import (
     FAILED,
@@ -29,6 +29,7 @@ from retrieval.index.storage import RECORDS, Storage, open_storage
 from retrieval.index.store import ChromaStore, StoredIndex, VectorStore
 
 __all__ = [
+    "DANISH_STOPWORDS",
     "FAILED",
     "INDEXED",
     "RECORDS",

@@ -3,6 +3,13 @@
 It is rebuilt from the store's chunks when an index snapshot loads: on the dev
 corpus (866 chunks) that takes about 30 ms, cheaper than persisting and
 invalidating a pickle, and it cannot disagree with the store's ids.
+
+Words are runs of letters and digits in any script (æ, ø and å are letters). A Danish
+chunk, and a Danish question, also yield each word's Snowball stem (PyStemmer) and the
+two parts of a compound both of whose parts the drive's Danish text uses ("momsangivelse"
+also counts as "moms" and "angivelse"): Danish inflects and compounds where English
+writes separate words. Measured on danish-dev (`footnote eval`, MiniLM): chatty R@4 0.500
+→ 0.594, direct 0.938 → 0.938, R@4 over both 0.719 → 0.766. English text is unchanged.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+_TOKEN = re.compile(r"[^\W_]+")  # letters and digits, in any script
 
 # Function words carry no evidence of topic; they are left out of idf coverage.
 STOPWORDS = frozenset(
@@ -170,8 +177,175 @@ STOPWORDS = frozenset(
 )
 
 
+# Danish function words: left out of a Danish question's idf coverage, as STOPWORDS of an English one.
+DANISH_STOPWORDS = frozenset(
+    [
+        "af",
+        "alle",
+        "andet",
+        "andre",
+        "at",
+        "blev",
+        "blive",
+        "bliver",
+        "da",
+        "de",
+        "dem",
+        "den",
+        "denne",
+        "der",
+        "deres",
+        "det",
+        "dette",
+        "dig",
+        "din",
+        "dine",
+        "disse",
+        "du",
+        "efter",
+        "eller",
+        "en",
+        "end",
+        "er",
+        "et",
+        "for",
+        "fra",
+        "ham",
+        "han",
+        "hans",
+        "har",
+        "have",
+        "havde",
+        "hende",
+        "hendes",
+        "her",
+        "hos",
+        "hun",
+        "hvad",
+        "hvem",
+        "hver",
+        "hvilke",
+        "hvilken",
+        "hvis",
+        "hvor",
+        "hvordan",
+        "hvorfor",
+        "hvornår",
+        "i",
+        "ikke",
+        "ind",
+        "jeg",
+        "jer",
+        "jo",
+        "kan",
+        "kun",
+        "kunne",
+        "lidt",
+        "man",
+        "mange",
+        "med",
+        "meget",
+        "men",
+        "mens",
+        "mere",
+        "mig",
+        "min",
+        "mine",
+        "mit",
+        "mod",
+        "må",
+        "måske",
+        "ned",
+        "nej",
+        "noget",
+        "nogen",
+        "nogle",
+        "nu",
+        "når",
+        "og",
+        "også",
+        "om",
+        "op",
+        "os",
+        "over",
+        "på",
+        "sig",
+        "sin",
+        "sine",
+        "sit",
+        "skal",
+        "skulle",
+        "som",
+        "så",
+        "sådan",
+        "thi",
+        "til",
+        "ud",
+        "under",
+        "var",
+        "vi",
+        "vil",
+        "ville",
+        "vores",
+        "være",
+        "været",
+        "ja",
+        "hej",
+        "tak",
+        "lige",
+        "bare",
+        "godt",
+        "nok",
+        "helt",
+    ]
+)
+
+
 def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
+
+
+DANISH = "da"
+
+
+class DanishTerms:
+    """A Danish word's extra terms: its stem, and the parts of a compound the drive knows."""
+
+    def __init__(self, known: set[str]) -> None:
+        import Stemmer
+
+        self._stemmer = Stemmer.Stemmer("danish")
+        self.known = known  # words the drive's Danish text uses at least twice
+        self._known_stems = {self._stemmer.stemWord(w) for w in known}
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def stem(self, word: str) -> str:
+        return str(self._stemmer.stemWord(word))
+
+    def parts(self, word: str) -> tuple[str, ...]:
+        """The most even split into two known words (a linking -s- or -e- may join them)."""
+        best: tuple[int, str, str] | None = None
+        for i in range(3, len(word) - 2):
+            head, tail = word[:i], word[i:]
+            heads = [head] + ([head[:-1]] if head.endswith(("s", "e")) and len(head) > 4 else [])
+            if tail not in self.known and self.stem(tail) not in self._known_stems:
+                continue
+            for h in heads:
+                if h in self.known:
+                    cand = (min(len(h), len(tail)), h, tail)
+                    best = cand if best is None or cand > best else best
+        return (best[1], best[2]) if best else ()
+
+    def extra(self, word: str) -> tuple[str, ...]:
+        got = self._cache.get(word)
+        if got is None:
+            stem = self.stem(word)
+            got = ((stem,) if stem != word else ()) + (self.parts(word) if len(word) >= 7 else ())
+            self._cache[word] = got
+        return got
+
+    def terms(self, words: Sequence[str]) -> list[str]:
+        return [t for w in words for t in (w, *self.extra(w))]
 
 
 class Bm25Index:
@@ -183,9 +357,24 @@ class Bm25Index:
     chunk per query word (100,000 chunks: 57 ms with rank-bm25's loop).
     """
 
-    def __init__(self, texts: Sequence[str], k1: float = 1.2, b: float = 0.75, epsilon: float = 0.25) -> None:
+    def __init__(
+        self,
+        texts: Sequence[str],
+        k1: float = 1.2,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        languages: Sequence[str] | None = None,
+    ) -> None:
         self.size = len(texts)
-        corpus = [tokenize(t) or ["\u2205"] for t in texts]
+        words = [tokenize(t) for t in texts]
+        danish = [i for i, lang in enumerate(languages or ()) if lang == DANISH]
+        self.danish: DanishTerms | None = None
+        if danish:
+            seen = Counter(w for i in danish for w in words[i] if len(w) >= 3 and not w.isdigit())
+            self.danish = DanishTerms({w for w, n in seen.items() if n >= 2})
+            for i in danish:
+                words[i] = self.danish.terms(words[i])
+        corpus = [toks or ["\u2205"] for toks in words]
         vocab: dict[str, int] = {}
         rows: list[int] = []
         cols: list[int] = []
@@ -228,25 +417,41 @@ class Bm25Index:
         w = idf[c] * tf * (k1 + 1) / (tf + norm)
         return sparse.csc_matrix((w, (r, c)), shape=(self.size, len(df)))
 
-    def scores(self, query: str) -> np.ndarray:
+    def _terms(self, query: str, language: str | None) -> list[str]:
+        words = tokenize(query)
+        return self.danish.terms(words) if self.danish is not None and language == DANISH else words
+
+    def scores(self, query: str, language: str | None = None) -> np.ndarray:
+        """BM25 of every chunk for ``query``; a Danish question (``language``) is analysed as Danish."""
         if self.size == 0:
             return np.zeros(0, dtype=np.float32)
-        counts = Counter(self._vocab[t] for t in tokenize(query) if t in self._vocab)
+        counts = Counter(self._vocab[t] for t in self._terms(query, language) if t in self._vocab)
         if not counts:
             return np.zeros(self.size, dtype=np.float32)
         cols = np.fromiter(counts.keys(), np.int64, len(counts))
         reps = np.fromiter(counts.values(), np.float64, len(counts))
         return np.asarray(self._weights[:, cols] @ reps, dtype=np.float32).ravel()
 
-    def coverage(self, query: str) -> float:
+    def coverage(self, query: str, language: str | None = None) -> float:
         """Share of the query's content-word idf mass whose words the corpus contains.
 
         An unseen word counts at the maximum idf: it is exactly the kind of word that
-        says the question is about something the documents never mention.
+        says the question is about something the documents never mention. A Danish word
+        is seen when its stem is, or both parts of it as a compound are.
         """
-        words = [w for w in tokenize(query) if w not in STOPWORDS and len(w) > 1]
+        stop = STOPWORDS | DANISH_STOPWORDS if language == DANISH else STOPWORDS
+        words = [w for w in tokenize(query) if w not in stop and len(w) > 1]
         if not words:
             return 1.0
-        seen = sum(self.idf[w] for w in words if w in self.idf)
-        total = sum(self.idf.get(w, self.max_idf) for w in words)
+        idf = [self._idf_of(w, language) for w in words]
+        seen = sum(v for v in idf if v is not None)
+        total = sum(self.max_idf if v is None else v for v in idf)
         return seen / total if total else 1.0
+
+    def _idf_of(self, word: str, language: str | None) -> float | None:
+        got = self.idf.get(word)
+        if got is not None or self.danish is None or language != DANISH:
+            return got
+        extra = [self.idf.get(t) for t in self.danish.extra(word)]
+        known = [v for v in extra if v is not None]
+        return min(known) if known else None

@@ -102,6 +102,12 @@ class Manifest(Protocol):
 
     def set_docs_folder(self, folder: str) -> None: ...
 
+    def languages(self) -> dict[str, int]:
+        """How many documents are in each language, as the last sync found them ({} before one)."""
+        ...
+
+    def set_languages(self, counts: Mapping[str, int]) -> None: ...
+
 
 def totals(recs: Iterable[DocRecord]) -> dict[str, int]:
     recs = list(recs)
@@ -203,6 +209,14 @@ class SqliteManifest:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO index_meta VALUES ('docs_folder', ?)", (folder,))
 
+    def languages(self) -> dict[str, int]:
+        row = self._db.execute("SELECT value FROM index_meta WHERE key = 'languages'").fetchone()
+        return {str(k): int(v) for k, v in json.loads(row[0]).items()} if row else {}
+
+    def set_languages(self, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO index_meta VALUES ('languages', ?)", (json.dumps(dict(counts)),))
+
 
 def _record(row: tuple[Any, ...]) -> DocRecord:
     return from_fields(row[0], dict(zip(FIELDS, row[1:], strict=True)))
@@ -246,3 +260,10 @@ class RecordsManifest:
 
     def set_docs_folder(self, folder: str) -> None:
         self._meta.put("docs_folder", {"value": folder})
+
+    def languages(self) -> dict[str, int]:
+        got = self._meta.get("languages")
+        return {str(k): int(v) for k, v in json.loads(str(got["value"])).items()} if got is not None else {}
+
+    def set_languages(self, counts: Mapping[str, int]) -> None:
+        self._meta.put("languages", {"value": json.dumps(dict(counts))})

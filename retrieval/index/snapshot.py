@@ -7,7 +7,7 @@ sees a half-written index.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,7 @@ class Snapshot:
     has_sentences: np.ndarray = field(init=False, repr=False, compare=False)  # chunk -> holds sentence vectors
     n_sections: int = field(init=False, repr=False, compare=False)
     _masks: dict[tuple[str, ...], np.ndarray] = field(init=False, repr=False, compare=False)
+    languages: dict[str, str] = field(default_factory=dict, compare=False)  # document -> its language
     _masks_lock: threading.Lock = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -57,16 +58,26 @@ class Snapshot:
         set_(self, "_masks_lock", threading.Lock())
 
     @classmethod
-    def build(cls, stored: StoredIndex, embedding_model: str, keep: Callable[[str], bool] | None = None) -> Snapshot:
-        """From what the store holds; ``keep`` drops documents not to be searched (stale, other model)."""
+    def build(
+        cls,
+        stored: StoredIndex,
+        embedding_model: str,
+        keep: Callable[[str], bool] | None = None,
+        languages: Mapping[str, str] | None = None,
+    ) -> Snapshot:
+        """From what the store holds; ``keep`` drops documents not to be searched (stale, other model);
+        ``languages`` gives each document's language (BM25 reads a Danish one as Danish)."""
         idx = np.asarray([i for i, c in enumerate(stored.chunks) if keep is None or keep(c.path)], dtype=np.int64)
         remap = np.full(len(stored.chunks), -1, dtype=np.int64)
         remap[idx] = np.arange(len(idx))
         owner = remap[stored.sentence_owner]
         mask = owner >= 0
         chunks = [stored.chunks[i] for i in idx]
-        bm25 = Bm25Index([c.text for c in chunks])
-        return cls(chunks, stored.vectors[idx], stored.sentence_vectors[mask], owner[mask], bm25, embedding_model)
+        langs = dict(languages or {})
+        bm25 = Bm25Index([c.text for c in chunks], languages=[langs.get(c.path, "en") for c in chunks])
+        mine = {p: langs[p] for p in {c.path for c in chunks} if p in langs}
+        vectors, sentences = stored.vectors[idx], stored.sentence_vectors[mask]
+        return cls(chunks, vectors, sentences, owner[mask], bm25, embedding_model, languages=mine)
 
     def within(self, folders: Sequence[str] | None) -> np.ndarray | None:
         """A mask of the chunks under any of ``folders`` (None = no restriction)."""

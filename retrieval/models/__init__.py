@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval.models.cpu import CpuInfo, cpu_info, installed_version
+from retrieval.models.e5 import E5Embedder
 from retrieval.models.embed import (
     Embedder,
     OnnxCrossEncoder,
@@ -25,6 +26,7 @@ from retrieval.models.embed import (
     model_folder,
 )
 from retrieval.models.files import MODELS, PackagedModel, default_gguf, packaged_gguf, seed_models
+from retrieval.models.language import SUPPORTED, Detected, LanguageDetector
 from retrieval.models.llm import (
     Constraint,
     Cursor,
@@ -69,12 +71,16 @@ def limit_blas_threads() -> None:
 
 __all__ = [
     "MODELS",
+    "SUPPORTED",
     "Clock",
     "Constraint",
     "CpuInfo",
     "Cursor",
+    "Detected",
+    "E5Embedder",
     "Embedder",
     "Grammar",
+    "LanguageDetector",
     "LanguageModel",
     "LlamaCppModel",
     "LookupChoice",

@@ -94,7 +94,14 @@ class Embedder(Protocol):
         """Word-pieces the encoder reads, special tokens included."""
         ...
 
-    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        """Passages: chunks and their sentences."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions, and what is compared with them (a message, an answer's claims): the same
+        as :meth:`embed` for a symmetric model, another prefix for an asymmetric one (e5)."""
+        ...
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -357,6 +364,9 @@ class SentenceTransformerEmbedder:
         )
         # Re-normalise in float32 so cosine distance == 1 - dot holds to float precision.
         return _normalise(vecs.float().numpy())
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)  # symmetric: a question and a passage are embedded alike
 
     def _embed_onnx(self, texts: list[str], progress: bool) -> np.ndarray:
         # Longest first, batched by word-piece count so a batch pads least: on the dev

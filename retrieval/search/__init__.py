@@ -32,6 +32,7 @@ from retrieval.search.gate import (
     gate_signal,
 )
 from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
+from retrieval.search.languages import Languages
 from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker
 from retrieval.search.searcher import FUSIONS, SearchConfig, Searcher, SearchResult, reciprocal_rank
 
@@ -55,6 +56,7 @@ __all__ = [
     "Judge",
     "JudgeConfig",
     "JudgedReranker",
+    "Languages",
     "LastSync",
     "PairScorer",
     "Reranker",

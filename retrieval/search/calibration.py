@@ -47,11 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.index import STOPWORDS, tokenize
+from retrieval.index import STOPWORDS, Snapshot, tokenize
 from retrieval.ingest import sentence_spans
 from retrieval.measured import KeyedJson
 from retrieval.models import Embedder
 from retrieval.search.gate import DEFAULT_POINT_THRESHOLD, DEFAULT_THRESHOLD, GateConfig, sentence_distance, signal
+from retrieval.search.languages import Languages
 from retrieval.search.searcher import Searcher, SearchResult
 from retrieval.types import Chunk
 
@@ -64,7 +65,7 @@ PROBE_KINDS = ("sentence", "masked", "keywords", "question")
 # Question frames around a sentence's content words (kind "question"): how people ask.
 _FRAMES = ("What is", "How does", "Why does", "How do I", "When should I", "What happens with", "Can I")
 # Near-domain frames: the corpus's own topic in a question its documents cannot answer.
-_NEAR_FRAMES = (
+_NEAR_FRAMES_EN = (
     "Who is the contact person for {t} in the Berlin office?",
     "How much did we pay the vendor for {t} last quarter?",
     "What is the phone number of the {t} support hotline?",
@@ -78,6 +79,21 @@ _NEAR_FRAMES = (
     "What will the weather be like for the {t} offsite on Friday?",
     "How do I renew my passport before the {t} trip?",
 )
+_NEAR_FRAMES_DA = (
+    "Hvem er kontaktperson for {t} på kontoret i Aarhus?",
+    "Hvor meget betalte vi leverandøren for {t} sidste kvartal?",
+    "Hvad er telefonnummeret til supporten for {t}?",
+    "Må jeg købe en konferencebillet om {t} for mit rejsebudget?",
+    "Hvornår er det næste netværksmøde om {t} i København?",
+    "Hvilken restaurant i nærheden er god til en teammiddag om {t}?",
+    "Hvad var aktiekursen for {t}-firmaet i går?",
+    "Hvem vandt prisen for {t} til sommerfesten?",
+    "Er der rabat på {t} for medarbejdere i det lokale fitnesscenter?",
+    "Hvordan booker jeg en parkeringsplads til kursusdagen om {t}?",
+    "Hvordan bliver vejret til teamdagen om {t} på fredag?",
+    "Hvordan fornyer jeg mit pas inden rejsen om {t}?",
+)
+_NEAR_FRAMES = {"en": _NEAR_FRAMES_EN, "da": _NEAR_FRAMES_DA}
 
 
 @dataclass(frozen=True)
@@ -171,10 +187,23 @@ class Calibration:
         return cls(**{**d, "sweep": [SweepPoint(**p) for p in d["sweep"]]})
 
 
-def ood_probes() -> list[str]:
-    """The shipped generic out-of-domain questions."""
-    text = resources.files("retrieval.search").joinpath("data/ood_probes.txt").read_text(encoding="utf-8")
+def ood_probes(language: str = "en") -> list[str]:
+    """The shipped generic out-of-domain questions in ``language`` (English and Danish ship)."""
+    name = "data/ood_probes.txt" if language == "en" else f"data/ood_probes_{language}.txt"
+    text = resources.files("retrieval.search").joinpath(name).read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def drive_languages(snapshot: Snapshot) -> tuple[str, ...]:
+    """The languages the drive's documents are in (English when none is known)."""
+    return tuple(sorted(set(snapshot.languages.values()))) or ("en",)
+
+
+def generic_probes(languages: Sequence[str]) -> list[str]:
+    """The off-topic probes for a drive in ``languages``: each language's shipped list (a
+    Danish drive is probed in Danish: English probes share no word with it, so every one of
+    them would look far off, and the gate would learn nothing about Danish questions)."""
+    return [q for lang in languages for q in ood_probes(lang)]
 
 
 def _content_words(text: str) -> list[str]:
@@ -244,12 +273,13 @@ def corpus_topics(chunks: Sequence[Chunk], n: int) -> list[str]:
     return titles + terms
 
 
-def near_domain_probes(chunks: Sequence[Chunk], n: int, rng: random.Random) -> list[str]:
+def near_domain_probes(chunks: Sequence[Chunk], n: int, rng: random.Random, language: str = "en") -> list[str]:
     topics = corpus_topics(chunks, n)
     if not topics or n <= 0:
         return []
     picked = rng.sample(topics, n) if len(topics) >= n else [rng.choice(topics) for _ in range(n)]
-    return [rng.choice(_NEAR_FRAMES).format(t=t) for t in picked]
+    frames = _NEAR_FRAMES.get(language, _NEAR_FRAMES_EN)
+    return [rng.choice(frames).format(t=t) for t in picked]
 
 
 Facts = tuple[float, float, float]  # nearest chunk distance, nearest sentence distance, idf coverage
@@ -294,12 +324,16 @@ class _Prepared:
         for i in range(0, len(unique), 64):  # in slices, so that a shutdown need not wait for all
             _check(stop)
             part = unique[i : i + 64]
-            self._vectors.update(zip(part, inner.embed(part), strict=True))
+            self._vectors.update(zip(part, inner.embed_queries(part), strict=True))
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        return self._inner.embed(texts, progress=progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The probes are questions: embedded as such, once, in batches."""
         if texts and all(t in self._vectors for t in texts):
             return np.stack([self._vectors[t] for t in texts])
-        return self._inner.embed(texts, progress=progress)
+        return self._inner.embed_queries(texts)
 
     def count_tokens(self, text: str) -> int:
         return self._inner.count_tokens(text)
@@ -326,18 +360,20 @@ def probe(
     ``sentences``: measure each probe's nearest sentence (default: only when
     ``cfg.sentence_weight`` reads it; the cross-validation, which tries weights, asks)."""
     t0 = time.perf_counter()
-    chunks = searcher.snapshot.chunks
+    snap = searcher.snapshot
+    chunks = snap.chunks
     rng = random.Random(f"{cfg.seed}:{fingerprint(chunks)}")  # the same corpus gets the same probes
     groups = (
         in_domain_probes(chunks, cfg.in_domain, cfg.probe_kind, rng),
-        list(ood_probes() if generic is None else generic),
-        near_domain_probes(chunks, cfg.near_domain, rng),
+        list(generic_probes(drive_languages(snap)) if generic is None else generic),
+        near_domain_probes(chunks, cfg.near_domain, rng, Languages.main(snap)),
     )
     prepared = _Prepared(searcher.embedder, [q for g in groups for q in g], stop)
     # The gate signal reads only the nearest chunk and sentence and the coverage, which
     # neither fusion nor reranking changes: probes skip both (the rerank was 14 of 20 ms a probe).
     nearest = cfg.sentence_weight > 0 if sentences is None else sentences
-    s = Searcher(searcher.snapshot, prepared, replace(searcher.cfg, fusion="dense", nearest_sentence=nearest), None)
+    cfg_probes = replace(searcher.cfg, fusion="dense", nearest_sentence=nearest)
+    s = Searcher(searcher.snapshot, prepared, cfg_probes, None, searcher.languages)
     inside, gen, near = (facts_for(s, g, stop) for g in groups)
     return Probed(inside, gen, near, time.perf_counter() - t0)
 
@@ -405,8 +441,14 @@ def formula_of(cfg: CalibrationConfig) -> str:
     return f"f{FORMULA}:coverage={cfg.coverage_weight:g}:sentence={cfg.sentence_weight:g}"
 
 
-def cache_key(chunks: Sequence[Chunk], embedding_model: str, generation: int, cfg: CalibrationConfig) -> str:
-    probes = hashlib.sha1("\n".join(ood_probes()).encode()).hexdigest()[:8]
+def cache_key(
+    chunks: Sequence[Chunk],
+    embedding_model: str,
+    generation: int,
+    cfg: CalibrationConfig,
+    languages: Sequence[str] = ("en",),
+) -> str:
+    probes = hashlib.sha1("\n".join(generic_probes(languages)).encode()).hexdigest()[:8]
     settings = f"{cfg.target_bluff}:{cfg.assert_quantile}:{cfg.point_quantile}:{cfg.coverage_weight}:{cfg.sentence_weight}:{cfg.in_domain}:{cfg.near_domain}:{cfg.probe_kind}:{cfg.seed}"
     return f"v{VERSION}:{generation}:{fingerprint(chunks)}:{embedding_model}:{probes}:{settings}"
 
@@ -479,7 +521,7 @@ def calibrate(
 ) -> Calibration:
     """Probe the index behind ``searcher`` and choose the threshold for ``cfg.target_bluff``."""
     snap = searcher.snapshot
-    key = key or cache_key(snap.chunks, snap.embedding_model, generation, cfg)
+    key = key or cache_key(snap.chunks, snap.embedding_model, generation, cfg, drive_languages(snap))
     return choose(probe(searcher, cfg, generic, stop), cfg, key, generation)
 
 
@@ -564,7 +606,7 @@ class Calibrator:
 
     def _key(self, searcher: Searcher, generation: int) -> str:
         snap = searcher.snapshot
-        return cache_key(snap.chunks, snap.embedding_model, generation, self.cfg)
+        return cache_key(snap.chunks, snap.embedding_model, generation, self.cfg, drive_languages(snap))
 
     def current(self) -> Calibration | None:
         """The cached calibration if it belongs to the index as it is now."""

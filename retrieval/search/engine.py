@@ -21,6 +21,7 @@ from retrieval.errors import StoreError, SyncBusy
 from retrieval.index import INDEXED, STALE, DocRecord, Lease, Manifest, Snapshot, VectorStore
 from retrieval.ingest import ChunkerConfig, ExtractionRunner, Flagged, Indexer, Progress, SyncReport, flagged
 from retrieval.models import Embedder
+from retrieval.search.languages import Languages
 from retrieval.search.rerank import Reranker
 from retrieval.search.searcher import SearchConfig, Searcher
 
@@ -98,8 +99,10 @@ class Engine:
         runner: ExtractionRunner,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        languages: Languages | None = None,
     ) -> None:
         self.cfg = cfg
+        self.languages = languages or Languages()  # each document's, and each question's, language
         self.embedder = embedder
         self.reranker = reranker
         self.store = store
@@ -160,7 +163,9 @@ class Engine:
                 self.lease.release()
             # Built before the swap, so questions keep the old searcher meanwhile.
             generation = self.lease.generation()
-            fresh = self._build() if self._searcher is not None else None
+            fresh = self._build() if self._searcher is not None or report.indexed or report.removed else None
+            if fresh is not None:  # which languages the drive is in now (the embedding model may depend on it)
+                self.manifest.set_languages(Counter(fresh.snapshot.languages.values()))
             with self._swap_lock:
                 self._searcher, self._generation, self._checked = fresh, generation, self._clock()
             if report.chunks_embedded:
@@ -202,7 +207,7 @@ class Engine:
         return {**self.manifest.all(), **self.indexer.would_be_stale()}
 
     def _build(self) -> Searcher:
-        return Searcher(self._snapshot(), self.embedder, self.cfg.search, self.reranker)
+        return Searcher(self._snapshot(), self.embedder, self.cfg.search, self.reranker, self.languages)
 
     def _snapshot(self) -> Snapshot:
         """Searchable: indexed (or stale but complete) documents whose vectors are of the current model.
@@ -222,4 +227,4 @@ class Engine:
             and r.stamps.embedding_model == self.embedder.name
             and r.stamps.dimension == self.embedder.dimension
         }
-        return Snapshot.build(stored, self.embedder.name, keep=ok.__contains__)
+        return Snapshot.build(stored, self.embedder.name, keep=ok.__contains__, languages=self.languages.of(stored, ok))

@@ -23,6 +23,7 @@ import numpy as np
 from retrieval.errors import StoreError
 from retrieval.index import Snapshot
 from retrieval.models import Embedder
+from retrieval.search.languages import Languages
 from retrieval.search.rerank import Candidate, Reranker
 from retrieval.types import Hit
 
@@ -53,6 +54,7 @@ class SearchResult:
     # Nearest single sentence by cosine distance, whatever its chunk's rank; None when the
     # index holds no sentence vectors (the gate then reads the chunk distance twice).
     best_sentence_distance: float | None = None
+    language: str | None = None  # the question's language (None: too short to tell)
 
 
 def reciprocal_rank(rankings: Iterable[Sequence[K]], k: int = 60) -> dict[K, float]:
@@ -73,6 +75,7 @@ class Searcher:
         embedder: Embedder,
         cfg: SearchConfig,
         reranker: Reranker | None = None,
+        languages: Languages | None = None,
     ) -> None:
         if snapshot.embedding_model != embedder.name:
             raise StoreError(
@@ -83,6 +86,7 @@ class Searcher:
         self.embedder = embedder
         self.cfg = cfg
         self.reranker = reranker
+        self.languages = languages or Languages()
 
     def search(
         self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None
@@ -96,11 +100,12 @@ class Searcher:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         full = " ".join([*context, query])
-        q = self.embedder.embed([full])[0]
+        q = self.embedder.embed_queries([full])[0]
         timings["embed"] = _lap(t)
+        lang = self.languages.question(query, snap)
         allowed = snap.within(folders)
         if not snap.chunks or (allowed is not None and not allowed.any()):
-            return SearchResult(query, [], 1.0, snap.bm25.coverage(full), timings, q)
+            return SearchResult(query, [], 1.0, snap.bm25.coverage(full, lang), timings, q, language=lang)
 
         t = time.perf_counter()
         cos = snap.vectors @ q
@@ -108,7 +113,7 @@ class Searcher:
         timings["dense"] = _lap(t)
 
         t = time.perf_counter()
-        bm = snap.bm25.scores(full)
+        bm = snap.bm25.scores(full, lang)
         if allowed is not None:
             bm = np.where(allowed, bm, 0.0)
         top_bm = np.argsort(-bm)[: self.cfg.candidates]
@@ -132,7 +137,8 @@ class Searcher:
         hits = [Hit(snap.chunks[c.index], c.score, float(1.0 - cos[c.index]), c.signals) for c in cands[:k]]
         best_distance = float(1.0 - (cos.max() if allowed is None else cos[allowed].max()))
         sentence_distance = None if sentence is None else snap.nearest_sentence_distance(sentence, allowed)
-        return SearchResult(query, hits, best_distance, snap.bm25.coverage(full), timings, q, sentence_distance)
+        coverage = snap.bm25.coverage(full, lang)
+        return SearchResult(query, hits, best_distance, coverage, timings, q, sentence_distance, lang)
 
     def _dense(self, cos: np.ndarray, allowed: np.ndarray | None) -> list[int]:
         """Dense candidates by exact scan: the top cosines, among the allowed chunks only."""

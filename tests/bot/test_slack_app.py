@@ -30,6 +30,7 @@ from retrieval.errors import ModelError
 from retrieval.index import RECORDS, SqliteRecords
 from retrieval.learn import LearnedPairs
 from retrieval.models.llm import LanguageModel, Message, OnToken
+from retrieval.search import Languages
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
 from testkit.fakes import memory_engine
@@ -879,3 +880,23 @@ def test_none_of_these_makes_the_question_a_gap(harness_factory: Any, tmp_path: 
     assert h.slack.wait_for(lambda s: bool(s.of("chat.postEphemeral")), 10)
     (row,) = gaps.asked(gaps_only=True)
     assert (row.outcome, row.down) == (Outcome.POINTED, 1) and h.learned.all() == []
+
+
+# -- in the asker's language ----------------------------------------------------------------
+
+
+def test_a_danish_question_is_told_in_danish_and_bad_input_gets_a_short_reply(harness_factory: Any) -> None:
+    model = Scripted()
+    h = harness_factory(model, language_of=Languages().detect)
+    h.mention("Hvordan fornyer jeg mit pas, før jeg skal på ferie i Spanien til sommer?", ts="1100.1")
+    (final,) = h.finals(expect=1)
+    placeholder = next(p for p in h.slack.of("chat.postMessage") if p.get("thread_ts") == "1100.1")
+    assert "Jeg kigger i dokumenterne" in placeholder["text"]
+    assert "Jeg kunne ikke finde det i dokumenterne" in _text_of(final) and "Dette er ikke et svar" in _text_of(final)
+    h.mention("🙂🙂", ts="1101.1")  # emoji only: nothing to answer, nothing journaled
+    assert h.slack.wait_for(lambda s: any(p.get("thread_ts") == "1101.1" for p in s.of("chat.postMessage")), 10)
+    (empty,) = [p for p in h.slack.of("chat.postMessage") if p.get("thread_ts") == "1101.1"]
+    assert empty["text"] == "Ask me a question about the docs." and model.prompts == []
+    h.mention("Wie beantrage ich Urlaub bei meiner Firma in diesem Jahr?", ts="1102.1")
+    assert "I answer questions in English and Danish" in _text_of(h.finals(expect=2)[-1])
+    assert model.prompts == []

@@ -1,0 +1,95 @@
+"""Each document's language and each question's, as search needs them.
+
+A document's language is detected from its indexed text when a snapshot is built, once
+per content (a document's chunk ids are digests of its text); a question's when it is
+searched (about 0.3 ms). ``pinned`` (``FOOTNOTE_LANGUAGES``) overrides detection: one language pins
+every document and question to it; several restrict detection to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import Counter
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from retrieval.index import Snapshot, StoredIndex
+from retrieval.ingest import walk
+from retrieval.models import SUPPORTED, LanguageDetector
+
+ENGLISH = "en"
+_TEXT = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm"})
+
+
+class Languages:
+    def __init__(self, detector: LanguageDetector | None = None, pinned: Sequence[str] = ()) -> None:
+        self.detector = detector or LanguageDetector()
+        self.pinned = tuple(pinned)
+        self._lock = threading.Lock()
+        self._documents: dict[str, str] = {}  # digest of a document's chunk ids -> its language
+
+    def detect(self, text: str) -> str | None:
+        """A text's language (a pinned one wins); None when too short to tell."""
+        return self._pick(text)
+
+    def _pick(self, text: str) -> str | None:
+        if len(self.pinned) == 1:
+            return self.pinned[0]
+        got = self.detector.detect(text).language
+        if got is not None and self.pinned and got not in self.pinned:
+            return self.pinned[0]
+        return got
+
+    def of(self, stored: StoredIndex, keep: Collection[str]) -> dict[str, str]:
+        """The language of every document in ``keep`` (English when too little text to tell)."""
+        texts: dict[str, list[str]] = {}
+        ids: dict[str, list[str]] = {}
+        for c in stored.chunks:
+            if c.path in keep:
+                texts.setdefault(c.path, []).append(c.content)
+                ids.setdefault(c.path, []).append(c.id)
+        out = {}
+        for path, parts in texts.items():
+            key = hashlib.sha1("\n".join(sorted(ids[path])).encode()).hexdigest()
+            with self._lock:
+                lang = self._documents.get(key)
+            if lang is None:
+                lang = self._pick(" ".join(parts)[:20_000]) or ENGLISH
+                with self._lock:
+                    self._documents[key] = lang
+            out[path] = lang
+        return out
+
+    def question(self, text: str, snapshot: Snapshot) -> str | None:
+        """The question's language (about 0.3 ms); None when too short to tell."""
+        return self._pick(text)
+
+    def scan(self, folder: Path, ignore: Sequence[str] = (), limit: int = 50) -> set[str]:
+        """The languages of a folder's text files, read before anything is indexed (the first
+        20,000 characters of up to ``limit`` Markdown, text and HTML files; the parsed
+        formats are found by the sync): which embedding model a new index needs."""
+        if len(self.pinned) == 1:
+            return {self.pinned[0]}
+        found: set[str] = set()
+        for n, src in enumerate(f for f in walk(folder, ignore) if f.skip is None and f.path.suffix.lower() in _TEXT):
+            if n >= limit:
+                break
+            try:
+                with src.path.open("r", encoding="utf-8", errors="replace") as fh:
+                    lang = self._pick(fh.read(20_000))
+            except OSError:
+                continue
+            if lang is not None:
+                found.add(lang)
+        return found
+
+    @staticmethod
+    def main(snapshot: Snapshot) -> str:
+        """The drive's language: the most documents'."""
+        counts = Counter(snapshot.languages.values())
+        return counts.most_common(1)[0][0] if counts else ENGLISH
+
+    @staticmethod
+    def supported(language: str | None) -> bool:
+        return language is None or language in SUPPORTED

@@ -1,0 +1,147 @@
+"""A Danish team: languages told offline, Danish words in BM25, the multilingual model, and a
+question in another language than the drive's translated into it and answered back in it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from bot.builder import Builder
+from config.settings import Settings
+from retrieval.answer import Linker
+from retrieval.answer.service import AnswerService, Outcome
+from retrieval.index import Bm25Index, tokenize
+from retrieval.models import E5Embedder, LanguageDetector
+from retrieval.search import Languages
+from retrieval.search.engine import Engine
+from testkit.fakes import NeverCalledModel, ScriptedModel
+from tests.conftest import ANSWERING, EXAMPLES
+
+DANISH = "Hvornår skal momsangivelsen for andet kvartal være indberettet til Skattestyrelsen?"
+
+
+def test_languages_are_told_offline_and_a_short_text_is_not_guessed() -> None:
+    d = LanguageDetector()
+    assert d.detect("How fast must a SEV1 page be acknowledged by the on-call engineer?").language == "en"
+    assert d.detect(DANISH).language == "da"
+    assert d.detect("Kan jeg ikke bare evaluere min model på test-splittet?").language == "da"  # not Norwegian
+    german = d.detect("Wie beantrage ich Urlaub bei meiner Firma in diesem Jahr?")
+    assert german.language == "de" and not german.supported
+    for short in ("ok?", "🙂🙂🙂", "Hvad er SAF-T?", ""):
+        assert d.detect(short).language is None
+
+
+def test_a_pinned_language_wins_and_a_folder_is_scanned_before_indexing(tmp_path: Path) -> None:
+    (tmp_path / "moms.md").write_text("# Moms\n\n" + "Momsen skal indberettes hvert kvartal til Skattestyrelsen. " * 5)
+    (tmp_path / "guide.md").write_text("# Guide\n\n" + "Reviews are requested before a branch is merged. " * 5)
+    assert Languages().scan(tmp_path) == {"da", "en"}
+    assert Languages(pinned=("en",)).scan(tmp_path) == {"en"}
+    assert Languages(pinned=("en",)).detect(DANISH) == "en"
+
+
+def test_bm25_reads_danish_words_stems_and_compounds() -> None:
+    assert tokenize("Særlige bestemmelser for årsregnskab") == ["særlige", "bestemmelser", "for", "årsregnskab"]
+    texts = [
+        "Moms indberettes kvartalsvis. Angivelse af moms sker digitalt. Angivelsen sendes til Skat.",
+        "Lønnen udbetales den sidste bankdag i måneden. Lønsedler findes i portalen.",
+        "Moms og angivelse: fristen for angivelse af moms er den første i måneden.",
+    ]
+    bm = Bm25Index(texts, languages=["da", "da", "da"])
+    assert bm.danish is not None and bm.danish.parts("momsangivelse") == ("moms", "angivelse")
+    danish, plain = (
+        bm.scores("Hvornår skal momsangivelsen sendes?", "da"),
+        bm.scores("Hvornår skal momsangivelsen sendes?"),
+    )
+    assert danish[0] > 0 and danish[0] > danish[1] and plain[0] < danish[0]  # compound and stem found the page
+    assert bm.coverage("momsangivelsen", "da") == 1.0 and bm.coverage("momsangivelsen") < 1.0
+    pages = ["Reviews are requested before merging.", "Lunch is served at noon.", "Deploys happen on Tuesdays."]
+    english = Bm25Index(pages, languages=["en"] * 3)
+    assert english.danish is None  # an English drive is unchanged, whatever the question's language
+    assert list(english.scores("reviews", "da")) == list(Bm25Index(pages).scores("reviews"))
+
+
+def test_the_multilingual_model_embeds_questions_and_passages_apart() -> None:
+    e5 = E5Embedder()
+    q = e5.embed_queries(["Hvornår skal momsen indberettes?"])[0]
+    p = e5.embed(["Moms indberettes hvert kvartal.", "The cafeteria serves lunch at noon."])
+    assert q.shape == (384,) and np.isclose(np.linalg.norm(q), 1.0, atol=1e-5)
+    assert p[0] @ q > p[1] @ q  # the Danish question is nearer the Danish passage on its topic
+    assert not np.allclose(
+        e5.embed(["Moms indberettes hvert kvartal."])[0], e5.embed_queries(["Moms indberettes hvert kvartal."])[0]
+    )
+    assert e5.count_tokens("Moms indberettes hvert kvartal.") > 3
+
+
+def test_auto_takes_the_multilingual_model_for_a_drive_that_is_not_all_english(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "moms.md").write_text(
+        "# Moms\n\n" + "Momsen skal indberettes hvert kvartal til Skattestyrelsen. " * 5
+    )
+    b = Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "data"))
+    assert b.embedding_model() == "multilingual-e5" and b.embedding_model({"en"}) == "minilm"
+    pinned = Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "d2", languages="en"))  # type: ignore[arg-type]
+    assert pinned.embedding_model() == "minilm"
+    assert (
+        Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "d3", embed_model="minilm")).embedding_model()
+        == "minilm"
+    )
+    with pytest.raises(ValidationError, match="supports en"):
+        Settings(languages="de")  # type: ignore[arg-type]
+
+
+class _Dictionary:
+    """A translator of a few fixed sentences (the real one is a language model; the logic around
+    it is what this tests): what it was asked, in order."""
+
+    def __init__(self, pairs: dict[str, str]) -> None:
+        self.pairs = pairs
+        self.asked: list[tuple[str, str]] = []
+
+    def __call__(self, text: str, target: str) -> str | None:
+        self.asked.append((text, target))
+        return self.pairs.get(text)
+
+
+def test_a_danish_question_to_an_english_drive_is_searched_in_english_and_answered_in_danish(
+    examples_engine: Engine,
+) -> None:
+    asked = "Hvor hurtigt skal on-call-ingeniøren kvittere for en SEV1-alarm?"
+    claim = "The on-call engineer must acknowledge the page within 5 minutes."
+    words = _Dictionary(
+        {
+            asked: "How fast must the on-call engineer acknowledge a SEV1 page?",
+            claim: "Vagten skal kvittere inden for 5 minutter.",
+        }
+    )
+    model = ScriptedModel(lambda p: next(x for x in p.splitlines() if "acknowledge the page" in x)[:4] + claim)
+    svc = AnswerService(
+        examples_engine.searcher, lambda: model, ANSWERING, links=Linker(docs_dir=EXAMPLES), translator=words
+    )
+    a = svc.answer(asked)
+    assert words.asked[0] == (asked, "en") and a.language == "da" and a.answered
+    assert "How fast must the on-call engineer" in model.calls[0][-1]["content"]  # the model read it in English
+    assert a.text.startswith("Vagten skal kvittere inden for 5 minutter") and "[1]" in a.text  # answered in Danish
+    assert "acknowledge the page within 5 minutes" in a.citations[0].quote  # the evidence verbatim, in English
+    assert a.timings["translate"] >= 0 and a.timings["translate_back"] >= 0
+
+
+def test_an_english_question_to_an_english_drive_is_never_translated(examples_engine: Engine) -> None:
+    words = _Dictionary({})
+    svc = AnswerService(examples_engine.searcher, lambda: ScriptedModel("[0]"), ANSWERING, translator=words)
+    svc.answer("How fast must a SEV1 page be acknowledged?")
+    assert words.asked == []
+
+
+@pytest.mark.parametrize(
+    ("question", "reason"),
+    [("🙂🙂", "there is no question to answer"), ("   ", "there is no question to answer"),
+     ("Wie beantrage ich Urlaub bei meiner Firma in diesem Jahr?", "the question is in de")],
+)  # fmt: skip
+def test_no_question_or_an_unsupported_language_is_a_short_refusal_without_the_model(
+    examples_engine: Engine, question: str, reason: str
+) -> None:
+    a = AnswerService(examples_engine.searcher, lambda: NeverCalledModel(), ANSWERING).answer(question)
+    assert a.outcome is Outcome.REFUSED_GATE and a.reason.startswith(reason)
