@@ -170,6 +170,7 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
     rt = Builder(settings)
     _claim_folder(rt, reindex_from is not None)
     report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
+    rt.engine.searcher()  # reads the index as it is now: the drive's languages are recorded
     wanted = rt.embedding_model(set(rt.storage.manifest.languages()))
     if rt.embedding_in_use is not None and wanted != rt.embedding_in_use:
         # The sync found documents in another language than the folder's text files showed:
@@ -213,7 +214,8 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     """Every document in the index with its state, reason, chunk count and stamps.
 
     Counts are read from the index, not from what the last sync said it did.
-    Documents built with another embedding model, chunker or extractor version
+    The drive's languages are shown as the last sync found them, with the embedding model
+    they call for. Documents built with another embedding model, chunker or extractor version
     than the current settings are shown as stale (nothing is written: the next
     sync marks and rebuilds them). Files the sync skips are listed with the reason,
     and each `footnote serve` on this data dir with its phase (starting, loading,
@@ -249,6 +251,8 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
             "flagged": [{"path": f.path, "start": f.start, "end": f.end, "text": f.text} for f in planted],
             "gate": gate_json(rt, calibrate, click.echo),
             "docs_folder": engine.manifest.docs_folder(),
+            "languages": engine.manifest.languages(),
+            "embedding_model": rt.embedding_model(),
             "servers": _servers_json(servers),
             **measured,
         }
@@ -271,6 +275,9 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     if built_from is not None and built_from != str(engine.docs_folder()):
         click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")
     _print_totals(recs)
+    langs = engine.manifest.languages()
+    said = ", ".join(f"{n} {lang}" for lang, n in sorted(langs.items())) if langs else "not known yet (no sync)"
+    click.echo(f"Languages: {said}; embedding model: {rt.embedding_model()}")
     click.echo(f"Embedding runtime: {measured['embedding_runtime']}")
     if not settings.llm_url:
         click.echo(f"Language model weights: {measured['llm_weights']}")

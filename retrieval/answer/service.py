@@ -28,7 +28,15 @@ from retrieval.answer.evidence import SourceSentence, most_relevant, number_sent
 from retrieval.answer.pointers import point_at
 from retrieval.answer.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.answer.rewrite import Rewrite, widen
-from retrieval.answer.support import Checked, CheckedClaim, Support, SupportConfig, best_for_question, check
+from retrieval.answer.support import (
+    Checked,
+    CheckedClaim,
+    Support,
+    SupportConfig,
+    best_for_question,
+    check,
+    numbers,
+)
 from retrieval.answer.translate import Translate
 from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import LanguageModel, OnToken
@@ -360,14 +368,26 @@ class AnswerService:
         return (translated, into, took) if translated else (question, None, took)
 
     def _translated_back(self, checked: Checked, turn: _Turn) -> Checked:
-        """The checked sentences in the asker's language (their evidence stays verbatim): a
-        sentence whose translation fails is shown as the model wrote it."""
+        """The checked sentences in the asker's language (their evidence stays verbatim). Only
+        the checked sentence is checked, so its translation must pass for one: in the asker's
+        language, with the same numbers, of a like length; else the sentence is shown as the
+        model wrote it, in the documents' language (the 0.5B, asked for Danish, sometimes writes
+        English, German or a note about its task instead)."""
         if turn.back is None or self.translator is None or not checked.claims:
             return checked
         t = time.perf_counter()
-        claims = [replace(c, text=self.translator(c.text, turn.back) or c.text) for c in checked.claims]
+        claims = [replace(c, text=self._faithful(c.text, turn)) for c in checked.claims]
         turn.timings["translate_back"] = (time.perf_counter() - t) * 1000
         return replace(checked, claims=claims)
+
+    def _faithful(self, claim: str, turn: _Turn) -> str:
+        assert self.translator is not None and turn.back is not None
+        out = self.translator(claim, turn.back)
+        if not out or not 0.5 <= len(out) / max(1, len(claim)) <= 2.0:
+            return claim
+        if turn.searcher.languages.detect(out) not in (turn.back, None) or not numbers(claim) <= numbers(out):
+            return claim
+        return out
 
     def _learned(
         self,

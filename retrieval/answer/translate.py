@@ -45,10 +45,13 @@ class Translator:
         prompt = PROMPTS.get(target)
         if prompt is None or not text.strip():
             return None
+        # A translation is about as long as its text (about 3.5 characters a token); a model
+        # that goes on past that is writing something else, and every token is time.
+        budget = min(self.max_tokens, 16 + int(len(text) / 2.5))
         try:
             out = self._model().complete(
                 [{"role": "user", "content": prompt.format(text=" ".join(text.split()))}],
-                self.max_tokens,
+                budget,
                 deadline_s=self.deadline_s,
             )
         except FootnoteError as exc:  # the question is searched as asked

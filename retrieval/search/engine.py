@@ -163,9 +163,7 @@ class Engine:
                 self.lease.release()
             # Built before the swap, so questions keep the old searcher meanwhile.
             generation = self.lease.generation()
-            fresh = self._build() if self._searcher is not None or report.indexed or report.removed else None
-            if fresh is not None:  # which languages the drive is in now (the embedding model may depend on it)
-                self.manifest.set_languages(Counter(fresh.snapshot.languages.values()))
+            fresh = self._build() if self._searcher is not None else None
             with self._swap_lock:
                 self._searcher, self._generation, self._checked = fresh, generation, self._clock()
             if report.chunks_embedded:
@@ -207,7 +205,11 @@ class Engine:
         return {**self.manifest.all(), **self.indexer.would_be_stale()}
 
     def _build(self) -> Searcher:
-        return Searcher(self._snapshot(), self.embedder, self.cfg.search, self.reranker, self.languages)
+        snapshot = self._snapshot()
+        found = dict(Counter(snapshot.languages.values()))
+        if found and found != self.manifest.languages():  # the drive's languages (the embedding model may follow them)
+            self.manifest.set_languages(found)
+        return Searcher(snapshot, self.embedder, self.cfg.search, self.reranker, self.languages)
 
     def _snapshot(self) -> Snapshot:
         """Searchable: indexed (or stale but complete) documents whose vectors are of the current model.

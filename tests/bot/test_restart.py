@@ -131,6 +131,9 @@ def world(tmp_path: Path) -> Iterator[tuple[FakeSlack, HeldModel, Any]]:
         "FOOTNOTE_LLM_URL": model.url,
         "FOOTNOTE_SLACK_API_URL": slack.url,
         "FOOTNOTE_SHUTDOWN_GRACE_S": str(GRACE_S),
+        # The question must reach the model (on this three-file drive the calibration would point at it).
+        "FOOTNOTE_GATE_THRESHOLD": "0.70",
+        "FOOTNOTE_GATE_POINT_THRESHOLD": "1.0",
         "SLACK_BOT_TOKEN": "xoxb-restart",
         "SLACK_SIGNING_SECRET": SECRET,
     }

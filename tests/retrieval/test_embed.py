@@ -192,7 +192,9 @@ def test_the_embed_model_setting_is_the_packaged_model_or_a_model_folder(tmp_pat
     assert model_folder("minilm") is None
     (tmp_path / "config.json").write_text("{}")
     assert Settings(embed_model=f" {tmp_path} ").embed_model == str(tmp_path)
-    with pytest.raises(ValueError, match="must be 'minilm' or a sentence-transformers model directory"):
+    with pytest.raises(
+        ValueError, match="must be 'auto', 'minilm', 'multilingual-e5' or a sentence-transformers model directory"
+    ):
         Settings(embed_model=str(tmp_path / "missing"))
 
 

@@ -49,7 +49,12 @@ class SpySearcher:
     """The real searcher, recording what each search was asked with."""
 
     def __init__(self, inner: Searcher) -> None:
-        self.inner, self.snapshot, self.embedder = inner, inner.snapshot, inner.embedder
+        self.inner, self.snapshot, self.embedder, self.languages = (
+            inner,
+            inner.snapshot,
+            inner.embedder,
+            inner.languages,
+        )
         self.calls: list[tuple[str, tuple[str, ...], tuple[str, ...] | None]] = []
 
     def search(self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None):  # type: ignore[no-untyped-def]
