@@ -12,8 +12,12 @@ confirmed; then every chatty message is matched against those pairs, on a grid o
   answer it (the model may still decline: ``footnote eval --replay`` measures that).
 
 The chosen pair of thresholds has the most hits over all corpora while letting at most
-``--max-ood`` unanswerable messages match on each. No language model is called. These
-are the development corpora: the corpora scored independently check the choice.
+``--max-ood`` unanswerable messages match on each, per embedding model: each corpus is
+indexed with the model ``FOOTNOTE_EMBED_MODEL`` (``auto``) gives it, and each model's
+cosines have their own scale (MiniLM's 0.50 is multilingual-e5's 0.89), so each model gets
+its own choice (``retrieval.learn.pairs.MEASURED``). No language model is called. These are
+the development corpora (dev and guides for MiniLM, danish-dev for multilingual-e5): the
+corpora scored independently check the choice.
 Figures only, no pass/fail; run from a checkout with the project's venv.
 """
 
@@ -34,7 +38,9 @@ from retrieval.evaluation import CachingEmbedder, normalise
 from retrieval.learn import LearnedPairs, MatchConfig
 from retrieval.models import cpu_info, seed_models
 
-GRID = [(a, b) for a in (0.45, 0.5, 0.55, 0.6, 0.65) for b in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65) if b <= a]
+ALONE = [round(0.40 + 0.005 * i, 3) for i in range(111)]  # 0.400 … 0.950
+GRID = sorted({(a, b) for a in ALONE for b in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, a) if b <= a})
+SHOWN = {round(0.40 + 0.05 * i, 2) for i in range(12)}  # the rows printed besides the choice
 
 
 @dataclass
@@ -50,13 +56,15 @@ def _rows(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _corpus(folder: Path, progress: bool) -> tuple[Builder, LearnedPairs, dict[str, str], list[Probe]]:
+def _corpus(folder: Path, progress: bool) -> tuple[str, Builder, LearnedPairs, dict[str, str], list[Probe]]:
     """Index ``folder``, confirm each direct question's needle passage, and the chatty probes."""
     live = load_settings()
     tmp = Path(tempfile.mkdtemp(prefix="footnote-matching-"))
     seed_models(live.data_dir / "models", tmp / "models")
     s = live.model_copy(update={"docs_dir": folder / "docs", "data_dir": tmp, "chroma_url": None})
-    b = Builder(s, CachingEmbedder(Builder(s).embedder, live.data_dir / "eval-cache"))
+    plain = Builder(s)
+    b = Builder(s, CachingEmbedder(plain.embedder, live.data_dir / "eval-cache"))
+    b.embedding_in_use = plain.embedding_in_use  # the model the cache wraps
     b.engine.sync(progress=progress)
     pairs = b.learned  # where the answer service keeps what it confirms
     owner: dict[str, str] = {}  # pair id -> the direct question's id
@@ -77,7 +85,7 @@ def _corpus(folder: Path, progress: bool) -> tuple[Builder, LearnedPairs, dict[s
     for q, twin in chatty:
         r = searcher.search(q["question"], k=1)
         probes.append(Probe(r.query_vector, r.hits[0].chunk if r.hits else None, twin))  # type: ignore[arg-type]
-    return b, pairs, owner, probes
+    return plain.embedding_in_use or "minilm", b, pairs, owner, probes
 
 
 def _count(b: Builder, pairs: LearnedPairs, owner: dict[str, str], probes: Sequence[Probe]) -> tuple[int, int, int]:
@@ -102,32 +110,39 @@ def _count(b: Builder, pairs: LearnedPairs, owner: dict[str, str], probes: Seque
     "--max-ood", default=3, show_default=True, help="Most unanswerable chatty messages that may match, per corpus."
 )
 def main(corpora: tuple[Path, ...], max_ood: int) -> None:
-    click.echo(f"MiniLM on {cpu_info().describe()}")
     runs = [(c.name, *_corpus(c, progress=False)) for c in corpora]
-    for name, _, _, owner, probes in runs:
+    for name, model, _, _, owner, probes in runs:
         n_in = sum(p.twin is not None for p in probes)
         click.echo(
-            f"{name}: {len(owner)} direct questions confirmed; {n_in} chatty messages, {len(probes) - n_in} unanswerable"
+            f"{name} ({model}): {len(owner)} direct questions confirmed; {n_in} chatty messages, "
+            f"{len(probes) - n_in} unanswerable"
         )
-    click.echo("alone  with-passage  " + "  ".join(f"{name:>22}" for name, *_ in runs) + "   (hits/wrong/unanswerable)")
+    for model in dict.fromkeys(r[1] for r in runs):
+        _choose(model, [r for r in runs if r[1] == model], max_ood)
+
+
+def _choose(
+    model: str, runs: list[tuple[str, str, Builder, LearnedPairs, dict[str, str], list[Probe]]], max_ood: int
+) -> None:
+    click.echo(f"\n{model} on {cpu_info().describe()}")
+    click.echo("alone  with-passage  " + "  ".join(f"{r[0]:>22}" for r in runs) + "   (hits/wrong/unanswerable)")
     table = []
     for a, bp in GRID:
         counts = []
-        for _, b, pairs, owner, probes in runs:
+        for _, _, b, pairs, owner, probes in runs:
             pairs.cfg = MatchConfig(a, bp)
             counts.append(_count(b, pairs, owner, probes))
         table.append((a, bp, counts))
-        click.echo(f"{a:5.2f}  {bp:12.2f}  " + "  ".join(f"{h:>10}/{w}/{o:<9}" for h, w, o in counts))
+        if a == bp and a in SHOWN:
+            click.echo(f"{a:5.3f}  {bp:12.3f}  " + "  ".join(f"{h:>10}/{w}/{o:<9}" for h, w, o in counts))
     ok = [t for t in table if all(o <= max_ood for _, _, o in t[2])]
     if not ok:
         click.echo(f"no thresholds keep the unanswerable matches at or below {max_ood} on every corpus")
         return
     a, bp, counts = max(ok, key=lambda t: (sum(h for h, _, _ in t[2]), -sum(w for _, w, _ in t[2]), t[0], t[1]))
     click.echo(
-        f"chosen: alone {a:.2f}, with the passage as the best hit {bp:.2f}: "
-        + ", ".join(
-            f"{name} {h} hits, {w} wrong, {o} unanswerable" for (name, *_), (h, w, o) in zip(runs, counts, strict=True)
-        )
+        f"chosen for {model}: alone {a:.3f}, with the passage as the best hit {bp:.3f}: "
+        + ", ".join(f"{r[0]} {h} hits, {w} wrong, {o} unanswerable" for r, (h, w, o) in zip(runs, counts, strict=True))
     )
 
 

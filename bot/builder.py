@@ -267,7 +267,9 @@ class Builder:
         """The team's confirmed (message, passage) pairs: every replica's (with a Chroma
         server), else a file in the data dir."""
         s = self.settings
-        return LearnedPairs(self.storage.kept_records(LEARNED), MatchConfig(s.learn_match, s.learn_match_top))
+        model = self.embedding_in_use or self.embedding_model()  # its cosines have their own scale
+        cfg = MatchConfig.measured(model, s.learn_match, s.learn_match_top)
+        return LearnedPairs(self.storage.kept_records(LEARNED), cfg, model)
 
     def after_sync(self) -> None:
         """What follows a sync: pairs whose passage is gone retire (at once), the gate is
@@ -282,6 +284,7 @@ class Builder:
                 self.embedding_in_use,
             )
         try:
+            self.learned.refresh(self.embedder.embed_queries)
             self.learned.retire(self.engine.searcher().snapshot)
         except Exception:  # a failing record store must not stop the calibration
             log.exception("could not check the learned pairs against the new index")

@@ -138,7 +138,7 @@ def answer_text(a: Answer) -> str:
     lines.append(title + ":")
     for c in a.citations or a.consulted:
         lines.append(f"[{c.n}] {_label(c)}  {c.url}")
-        lines.append(f"    “{shorten(c.quote)}”")
+        lines.append(f"    “{shorten(c.quote, EXCERPT_CHARS)}”")
     return "\n".join(lines)
 
 
@@ -184,7 +184,7 @@ def slack_blocks(a: Answer, collection: str | None = None, feedback_id: str | No
         shown = a.citations or a.consulted
         blocks.append(_section(f"*{say(lang, SOURCES)}*" if a.citations else f"*{say(lang, SOURCES_CONSULTED)}*"))
         for c in shown:
-            blocks.append(_section(f"[{c.n}] {_link(c.url, _label(c))}\n> {escape(shorten(c.quote))}"))
+            blocks.append(_section(f"[{c.n}] {_link(c.url, _label(c))}\n> {_excerpt(c)}"))
     if a.learned and a.answered:
         blocks.append(_context(f":white_check_mark: {say(lang, LEARNED_NOTE)}"))
     if collection:
@@ -235,7 +235,8 @@ def pointer_blocks(a: Answer, feedback_id: str | None) -> list[dict[str, Any]]:
 
 
 def _excerpt(c: Citation) -> str:
-    """A pointer's excerpt on one line, its best sentence in bold (Slack mrkdwn), escaped."""
+    """An excerpt on one line, the sentence it is about (a pointer's best, a citation's
+    evidence) in bold (Slack mrkdwn), escaped."""
     if c.best is None or not c.start <= c.best[0] < c.best[1] <= c.end:
         return escape(shorten(c.quote, EXCERPT_CHARS))
     a, b = c.best[0] - c.start, c.best[1] - c.start

@@ -170,18 +170,19 @@ class Settings(BaseSettings):
     )
 
     # Learning from confirmations ("This answers it", 👍, `footnote confirm`).
-    learn_match: float = Field(
-        0.50,
+    learn_match: float | None = Field(
+        None,
         ge=0,
         le=1,
-        description="A message whose cosine to a confirmed one (same scope) reaches this is answered from its passage.",
+        description="A message whose cosine to a confirmed one (same scope) reaches this is answered from its passage "
+        "(default: the threshold measured for the embedding model, 0.46 for MiniLM, 0.90 for multilingual-e5).",
     )
-    learn_match_top: float = Field(
-        0.50,
+    learn_match_top: float | None = Field(
+        None,
         ge=0,
         le=1,
         description="... or reaches this while the confirmed passage is also the message's best search hit "
-        "(at FOOTNOTE_LEARN_MATCH or above: off; see `python -m bench.matching`).",
+        "(at FOOTNOTE_LEARN_MATCH or above: off; default: measured per model, see `python -m bench.matching`).",
     )
 
     # The model.

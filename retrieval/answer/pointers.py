@@ -1,4 +1,6 @@
-"""Pointers: the closest passages, shown when Footnote is not sure the docs answer.
+"""Excerpts: a sentence quoted with the sentences around it, for pointers and for citations.
+
+Pointers are the closest passages, shown when Footnote is not sure the docs answer.
 
 No model is called. Each pointer is one passage's most relevant sentence (the answer's own
 sentence ranker, :func:`retrieval.answer.evidence.relevance`) with the sentences around it,
@@ -10,6 +12,12 @@ front of the reader for 21 and 15 of 32 chatty messages, against 17 and 5 for th
 sentence alone (direct questions: 31 and 32, against 27 and 26). The best sentence's own
 range is kept (``best``), so it can be shown in bold. A sentence planted for an assistant,
 a heading or a question is never a pointer's best sentence, and planted text never joins.
+
+An answer's citation is quoted the same way around the sentence it cites (:func:`in_context`):
+the 0.5B often cites the sentence that repeats the question ("It might be useful to test your
+policies before letting them loose") rather than the next one, which answers it ("To do this,
+use the Content-Security-Policy-Report-Only header"). The support check still reads the cited
+sentence alone; the reader sees it in bold, with what surrounds it.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from retrieval.answer.citations import Citation, Linker, cite
+from retrieval.answer.citations import Citation, Linker, cite, cite_evidence
 from retrieval.answer.evidence import SourceSentence, VectorsOf, most_relevant, number_sentences, relevance
 from retrieval.ingest import is_planted
 from retrieval.types import Hit
@@ -79,8 +87,29 @@ def point_at(
         if (hit.chunk.path, ex.start, ex.end) in seen:
             continue
         seen.add((hit.chunk.path, ex.start, ex.end))
-        c = hit.chunk
-        quote = c.content[ex.start - c.start : ex.end - c.start]
-        cited = cite(len(out) + 1, hit, (ex.start, ex.end), quote, links, (c.start, c.end))
-        out.append(replace(cited, best=ex.best))
+        out.append(_quoted(len(out) + 1, hit, ex, links))
     return out
+
+
+def in_context(
+    n: int,
+    ev: SourceSentence,
+    query: np.ndarray | None,
+    idf: dict[str, float],
+    vectors_of: VectorsOf | None,
+    links: Linker,
+) -> Citation:
+    """A citation of the evidence sentence ``ev`` quoted with its neighbours (``best`` is its
+    own range). Evidence that is not one sentence of its passage (a span a teammate confirmed)
+    is quoted as it is: that is what was confirmed."""
+    sentences = number_sentences([ev.hit], vectors_of)
+    full = next((s for s in sentences if s.start == ev.start and s.end == ev.end), None)
+    if full is None or is_planted(ev.hit.chunk, ev.start, ev.end):
+        return cite_evidence(n, ev, links)
+    return _quoted(n, ev.hit, excerpt(sentences, full, query, idf), links)
+
+
+def _quoted(n: int, hit: Hit, ex: Excerpt, links: Linker) -> Citation:
+    c = hit.chunk
+    quote = c.content[ex.start - c.start : ex.end - c.start]
+    return replace(cite(n, hit, (ex.start, ex.end), quote, links, (c.start, c.end)), best=ex.best)

@@ -24,8 +24,8 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.answer.citations import Citation, Linker, cite_evidence, neutralise, says_not_found
-from retrieval.answer.evidence import SourceSentence, most_relevant, number_sentences, question_weights
-from retrieval.answer.pointers import point_at
+from retrieval.answer.evidence import SourceSentence, VectorsOf, most_relevant, number_sentences, question_weights
+from retrieval.answer.pointers import in_context, point_at
 from retrieval.answer.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.answer.rewrite import Rewrite, widen
 from retrieval.answer.support import (
@@ -57,6 +57,7 @@ class AnswerCheck:
     removed: int = 0  # no source sentence supports them: not shown
     too_short: int = 0  # too few words to check ("No.", "2015"): not shown on their own
     shown_as_evidence: bool = False  # nothing checkable was left: the reply quotes the evidence
+    untranslated: int = 0  # checked sentences whose translation into the asker's language failed: not shown
     constrained: bool = False  # the model wrote under the answer grammar
     removed_claims: tuple[str, ...] = ()
 
@@ -311,7 +312,8 @@ class AnswerService:
         claim_vecs, sentences = self._vectors(turn.searcher, [c.text for c in claims], sentences)
         checked = check(claims, claim_vecs, sentences, self.support, question)
         checked = self._translated_back(checked, turn)
-        text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0])
+        vectors_of = turn.searcher.snapshot.sentence_rows_of
+        text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0], vectors_of)
         timings["check"] = (time.perf_counter() - t) * 1000
         summary = AnswerCheck(
             claims=len(claims),
@@ -319,6 +321,7 @@ class AnswerService:
             reattributed=checked.reattributed if not shown_as_evidence else 0,
             removed=len(checked.removed),
             too_short=checked.too_short,
+            untranslated=checked.untranslated,
             shown_as_evidence=shown_as_evidence,
             constrained=constrained,
             removed_claims=tuple(checked.removed),
@@ -370,23 +373,28 @@ class AnswerService:
     def _translated_back(self, checked: Checked, turn: _Turn) -> Checked:
         """The checked sentences in the asker's language (their evidence stays verbatim). Only
         the checked sentence is checked, so its translation must pass for one: in the asker's
-        language, with the same numbers, of a like length; else the sentence is shown as the
-        model wrote it, in the documents' language (the 0.5B, asked for Danish, sometimes writes
-        English, German or a note about its task instead)."""
+        language, with the same numbers, of a like length; else the sentence is not shown (the
+        0.5B, asked for Danish, sometimes writes English, German or a note about its task
+        instead). With none left, the answer is the evidence itself, quoted verbatim under the
+        asker's own "The docs say:", never a sentence in another language than the asker's."""
         if turn.back is None or self.translator is None or not checked.claims:
             return checked
         t = time.perf_counter()
-        claims = [replace(c, text=self._faithful(c.text, turn)) for c in checked.claims]
+        claims = []
+        for c in checked.claims:
+            out = self._faithful(c.text, turn)
+            if out is not None:
+                claims.append(replace(c, text=out))
         turn.timings["translate_back"] = (time.perf_counter() - t) * 1000
-        return replace(checked, claims=claims)
+        return replace(checked, claims=claims, untranslated=len(checked.claims) - len(claims))
 
-    def _faithful(self, claim: str, turn: _Turn) -> str:
+    def _faithful(self, claim: str, turn: _Turn) -> str | None:
         assert self.translator is not None and turn.back is not None
         out = self.translator(claim, turn.back)
         if not out or not 0.5 <= len(out) / max(1, len(claim)) <= 2.0:
-            return claim
+            return None
         if turn.searcher.languages.detect(out) not in (turn.back, None) or not numbers(claim) <= numbers(out):
-            return claim
+            return None
         return out
 
     def _learned(
@@ -449,7 +457,8 @@ class AnswerService:
 
     def candidates(self, question: str, folders: Sequence[str] | None = None, k: int = 20) -> list[Citation]:
         """Every passage ``question`` could be confirmed with: each sentence of its top ``k``
-        passages, and the excerpts its pointers would quote (what ``footnote confirm`` resolves
+        passages alone and with its neighbours (as an answer cites it), and the excerpts its
+        pointers would quote (what ``footnote confirm`` resolves
         a citation's or a pointer's url or locator against)."""
         searcher = self._searcher()
         snap = searcher.snapshot
@@ -458,6 +467,7 @@ class AnswerService:
         out = point_at(result.hits, result.query_vector, idf, snap.sentence_rows_of, self.links, n=k)
         for s in number_sentences(result.hits, snap.sentence_rows_of):
             out.append(cite_evidence(len(out) + 1, s, self.links))
+            out.append(in_context(len(out) + 1, s, result.query_vector, idf, snap.sentence_rows_of, self.links))
         return out
 
     def _rewritten(
@@ -494,8 +504,10 @@ class AnswerService:
         qvec: np.ndarray | None,
         sentences: list[SourceSentence],
         first: Claim,
+        vectors_of: VectorsOf | None,
     ) -> tuple[str, list[Citation], bool]:
-        """The reply text with citation numbers in order of first use, and those citations."""
+        """The reply text with citation numbers in order of first use, and those citations
+        (each evidence sentence quoted with its neighbours)."""
         claims = checked.claims
         shown_as_evidence = not claims
         if shown_as_evidence:
@@ -508,7 +520,8 @@ class AnswerService:
         for c in claims:
             if c.evidence.n not in numbers:
                 numbers[c.evidence.n] = len(numbers) + 1
-                cited.append(cite_evidence(numbers[c.evidence.n], c.evidence, self.links))
+                n = numbers[c.evidence.n]
+                cited.append(in_context(n, c.evidence, qvec, question_idf, vectors_of, self.links))
             parts.append(_with_citation(c.text, numbers[c.evidence.n]))
         return " ".join(parts), cited, shown_as_evidence
 

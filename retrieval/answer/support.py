@@ -60,6 +60,7 @@ class Checked:
     removed: list[str] = field(default_factory=list)  # claims no source sentence supports
     reattributed: int = 0
     too_short: int = 0  # claims with too few content words to check
+    untranslated: int = 0  # checked claims not shown: their translation into the asker's language failed
 
 
 def _stem(word: str) -> str:

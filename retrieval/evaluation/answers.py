@@ -51,6 +51,7 @@ class AnswerRow:
     learned: bool = False  # answered from a confirmed pair
     asked_in: str = ""  # the question's language, as the service told it
     answered_in: str = ""  # an answer's language, by the detector ("" when not answered or too short)
+    sentence_hit: bool = False  # a cited sentence alone (without the excerpt around it) contains the needle
 
     @property
     def kind(self) -> str:
@@ -94,6 +95,16 @@ def holds(needle: str, quotes: Sequence[Citation]) -> Citation | None:
     return next((c for c in quotes if want and want in normalise(c.quote)), None)
 
 
+def in_sentence(needle: str, quotes: Sequence[Citation]) -> bool:
+    """A citation's own sentence (its ``best``, inside the excerpt quoted) contains the needle."""
+    want = normalise(needle)
+    for c in quotes:
+        a, b = c.best if c.best else (c.start, c.end)
+        if want and want in normalise(c.quote[a - c.start : b - c.start]):
+            return True
+    return False
+
+
 def score(
     qid: str, style: str, question: str, needle: str, a: Answer, seconds: float, ood: bool, answered_in: str = ""
 ) -> AnswerRow:
@@ -118,6 +129,7 @@ def score(
         a.learned is not None and a.answered,
         a.language or "",
         answered_in,
+        bool(needle) and not a.refused and in_sentence(needle, a.citations),
     )
 
 
@@ -182,6 +194,7 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
     return {
         "outcomes": {
             "cited": _share(sum(r.evidence_hit for r in inside), len(inside)),
+            "cited_sentence": _share(sum(r.sentence_hit for r in inside), len(inside)),
             "answered_not_cited": _share(sum(r.answered and not r.evidence_hit for r in inside), len(inside)),
             "quoted": _share(sum(r.quoted for r in inside), len(inside)),
             "pointed_not_quoted": _share(sum(r.pointed and not r.quoted for r in inside), len(inside)),

@@ -192,12 +192,17 @@ def format_answers(answers: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _k(o: dict[str, Any], name: str) -> str:
+    """k of a share an older run's JSON may not hold ("–")."""
+    return str(o[name]["k"]) if name in o else "–"
+
+
 def _outcome_line(style: str, o: dict[str, Any]) -> str:
     def k(name: str) -> str:
         return f"{o[name]['k']}/{o[name]['n']}"
 
     return (
-        f"  {style:10} cited {k('cited')}, answered {o['answered_not_cited']['k']}, quoted {k('quoted')}, "
+        f"  {style:10} cited {k('cited')} (the cited sentence alone {_k(o, 'cited_sentence')}), answered {o['answered_not_cited']['k']}, quoted {k('quoted')}, "
         f"pointed {o['pointed_not_quoted']['k']}, dead ends {o['dead_ends']['k']} (shown {k('shown')}; "
         f"{o['learned']} from learned pairs; in the asker's language {k('in_the_askers_language')}) | "
         f"unanswerable answered {k('ood_answered')}, pointed "

@@ -187,6 +187,44 @@ _SENTENCE_OR_LINE = re.compile(r"[.!?]+[\"')\]]*\s+|\n\s*")
 _LINE_ENDS_UNIT = re.compile(r"([.!?:;][\"')\]*_`]*|^\s*(#|\|).*)$")
 # A line that starts a unit of its own: a list item, heading, quote, table row, tag.
 _LINE_STARTS_UNIT = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|#|>|\||<)")  # "2019. It" is a year
+# Words whose stop abbreviates and does not end a sentence when the text goes on in lower
+# case or a number ("f.eks. moms", "ca. 5", "e.g. the"); and a number's ("1. juli": a Danish
+# date, an ordinal). Before a capital such a stop still ends one ("… mv. Derefter").
+_ABBREVIATIONS = frozenset(
+    [
+        "f.eks",
+        "bl.a",
+        "jf",
+        "ca",
+        "mv",
+        "osv",
+        "nr",
+        "evt",
+        "inkl",
+        "ekskl",
+        "pkt",
+        "stk",
+        "dvs",
+        "iht",
+        "mht",
+        "vedr",
+        "pga",
+        "ifm",
+        "hhv",
+        "m.m",
+        "o.l",
+        "kl",
+        "e.g",
+        "i.e",
+        "cf",
+        "vs",
+        "approx",
+        "etc",
+        "no",
+        "fig",
+    ]
+)
+_WORD_BEFORE = re.compile(r"(\S+)$")
 _RULE_LINE = re.compile(r"\s*([-=*_])(\s*\1){2,}\s*")  # a thematic break, or a Setext heading's underline
 _FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)", re.M)  # a line of its own ends a unit, and so does each line inside
 _QUOTED = re.compile(r"\s*>[ \t]?")
@@ -214,7 +252,7 @@ def sentence_spans(content: str, min_chars: int = 12, lines: bool = False) -> li
     pos = 0
     fenced = _fence_state(content)
     for m in _SENTENCE_OR_LINE.finditer(content):
-        if not lines and (_list_number(content, m) or _soft_wrap(content, m, fenced)):
+        if not lines and (_list_number(content, m) or _abbreviated(content, m) or _soft_wrap(content, m, fenced)):
             continue
         span = _trimmed(content, pos, m.end())
         pos = m.end()
@@ -238,6 +276,22 @@ def _list_number(content: str, m: re.Match[str]) -> bool:
         return False  # a stop at a line's end, or before a blank line, ends what it ends
     number = content[content.rfind("\n", 0, m.start()) + 1 : m.start()].strip()
     return number.isdigit() and len(number) <= 3
+
+
+def _abbreviated(content: str, m: re.Match[str]) -> bool:
+    """Whether the stop matched by ``m`` closes an abbreviation or a number, and the sentence
+    goes on (in lower case or with a number) on the same line."""
+    gap = m.group()
+    if gap[0] != "." or "\n" in gap or not gap[1:].isspace():
+        return False
+    nxt = content[m.end() : m.end() + 1]
+    if not (nxt.islower() or nxt.isdigit()):
+        return False
+    word = _WORD_BEFORE.search(content, 0, m.start())
+    if word is None:
+        return False
+    w = word.group(1).lstrip("([\"'").lower()
+    return (w.isdigit() and len(w) <= 2) or w in _ABBREVIATIONS
 
 
 def _soft_wrap(content: str, m: re.Match[str], fenced: Callable[[int], bool]) -> bool:

@@ -37,7 +37,9 @@ from retrieval.ingest.sandbox import ExtractionRunner
 from retrieval.models import Embedder
 from retrieval.types import Chunk
 
-PIPELINE_VERSION = "p3"  # p2: a sentence runs on across a soft line wrap (sentence vectors rebuilt); p3: its edge cases
+# p2: a sentence runs on across a soft line wrap (sentence vectors rebuilt); p3: its edge cases;
+# p4: an abbreviation's or a number's stop before lower case goes on ("f.eks. moms", "1. juli").
+PIPELINE_VERSION = "p4"
 EMBED_BATCH_CHUNKS = 128
 TEMP_PATTERNS = ("~$*", ".~lock*", "*.tmp", "*.swp", "*~")
 

@@ -11,9 +11,17 @@ and far stronger than question to passage for a chatty message: the messages mat
 their cosine reaches ``alone``, or ``with_passage`` while the confirmed passage is also the
 message's own best search hit. ``python -m bench.matching`` chooses both on the
 development corpora (dev, guides): the most chatty messages matched to their own direct
-twin's pair while at most 3 of 30 unanswerable ones match anything. It chose 0.50 for both
-(the second rule then adds nothing): on dev 13 of 32 matched, 1 wrongly, no unanswerable
-one; on guides 12 of 32, 1 wrongly, 3 unanswerable ones.
+twin's pair while at most 3 of 30 unanswerable ones match anything, per embedding model:
+its cosines have their own scale (multilingual-e5's lie between 0.8 and 0.95 for any two
+questions on a topic). On a grid of 0.005 steps, for MiniLM it chose 0.46 for both (the
+second rule then adds nothing): on dev 16 of 32 matched, 1 wrongly, no unanswerable one;
+on guides 17 of 32, 2 wrongly, 3 unanswerable ones (at 0.50: 13 and 12). For
+multilingual-e5, on danish-dev, 0.90: 13 of 32, 2 wrongly, 1 unanswerable (at MiniLM's
+threshold every one of the 30 matched).
+
+A pair keeps the embedding model its vector came from; a message is matched only against
+pairs of the model that embedded it, and :meth:`LearnedPairs.refresh` embeds the others
+again with the model in use (a drive that changed languages changed its model).
 
 Pairs retire themselves: :meth:`LearnedPairs.retire` (after each sync) drops a pair whose
 words no longer stand in its document, and follows them where an edit moved them.
@@ -26,8 +34,8 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,8 +57,19 @@ def scope_key(folders: Sequence[str] | None) -> str:
 
 @dataclass(frozen=True)
 class MatchConfig:
-    alone: float = 0.50  # cosine of two messages that match whatever search says
-    with_passage: float = 0.50  # ... that match when the confirmed passage is also the best hit (= alone: off)
+    alone: float = 0.46  # cosine of two messages that match whatever search says (MiniLM's)
+    with_passage: float = 0.46  # ... that match when the confirmed passage is also the best hit (= alone: off)
+
+    @classmethod
+    def measured(cls, model: str, alone: float | None = None, with_passage: float | None = None) -> MatchConfig:
+        """The thresholds ``python -m bench.matching`` chose for the embedding model ``model``
+        (MiniLM's for a model it has not measured), each overridden when given."""
+        base = MEASURED.get(model, MEASURED["minilm"])
+        return cls(base.alone if alone is None else alone, base.with_passage if with_passage is None else with_passage)
+
+
+# Chosen by ``python -m bench.matching`` on the development corpora each model serves.
+MEASURED = {"minilm": MatchConfig(0.46, 0.46), "multilingual-e5": MatchConfig(0.90, 0.90)}
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,7 @@ class Pair:
     user: str
     at: float
     via: str  # "pointer" (This answers it), "answer" (👍), "cli" (footnote confirm), "replay" (footnote eval)
+    model: str = "minilm"  # the embedding model of ``vector`` (a pair kept before models were named: MiniLM)
 
     def fields(self) -> dict[str, Scalar]:
         vec = base64.b64encode(np.asarray(self.vector, dtype=np.float32).tobytes()).decode()
@@ -80,6 +100,7 @@ class Pair:
             "user": self.user,
             "at": self.at,
             "via": self.via,
+            "model": self.model,
         }
 
     @classmethod
@@ -97,6 +118,7 @@ class Pair:
             str(f.get("user", "")),
             float(f.get("at", 0.0)),
             str(f.get("via", "")),
+            str(f.get("model", "minilm")),
         )
 
     def as_json(self) -> dict[str, object]:
@@ -135,9 +157,10 @@ def _still_there(c: Chunk, p: Pair) -> bool:
 class LearnedPairs:
     """The confirmed pairs of one index, in records every replica shares (or a data-dir file)."""
 
-    def __init__(self, records: SharedRecords, cfg: MatchConfig = MatchConfig()) -> None:
+    def __init__(self, records: SharedRecords, cfg: MatchConfig | None = None, model: str = "minilm") -> None:
         self.records = records
-        self.cfg = cfg
+        self.model = model  # the embedding model that embeds the messages now
+        self.cfg = cfg or MatchConfig.measured(model)
         self._cache: dict[str, Pair] = {}  # parsed once: a vector is decoded per pair, not per question
 
     # -- writing ---------------------------------------------------------------------------
@@ -159,11 +182,25 @@ class LearnedPairs:
         pid = pair_id(scope, message, path, start, end)
         v = np.asarray(vector, dtype=np.float32)
         pair = Pair(
-            pid, message, v / (np.linalg.norm(v) or 1.0), scope, path, start, end, quote, user, time.time(), via
+            pid,
+            message,
+            v / (np.linalg.norm(v) or 1.0),
+            scope,
+            path,
+            start,
+            end,
+            quote,
+            user,
+            time.time(),
+            via,
+            self.model,
         )
-        self.records.put(pid, pair.fields())
-        self._cache[pid] = pair
+        self._put(pair)
         return pair
+
+    def _put(self, pair: Pair) -> None:
+        self.records.put(pair.id, pair.fields())
+        self._cache[pair.id] = pair
 
     def forget(self, pid: str) -> bool:
         """Remove one pair; False when there was none with that id."""
@@ -198,7 +235,7 @@ class LearnedPairs:
     ) -> Match | None:
         """The confirmed pair in this scope the message reads most like, if it matches at all."""
         scope = scope_key(folders)
-        mine = [p for p in self.all() if p.scope == scope and len(p.vector) == len(vector)]
+        mine = [p for p in self.all() if p.scope == scope and p.model == self.model and len(p.vector) == len(vector)]
         if not mine:
             return None
         cos = np.stack([p.vector for p in mine]) @ np.asarray(vector, dtype=np.float32)
@@ -216,6 +253,19 @@ class LearnedPairs:
 
     # -- keeping true to the documents -------------------------------------------------------
 
+    def refresh(self, embed: Callable[[list[str]], np.ndarray]) -> int:
+        """Embed again, with the model in use (``embed``: its question embedding), every pair
+        another model embedded; how many. Who confirmed it and when stay as they were."""
+        stale = [p for p in self.all() if p.model != self.model]
+        if not stale:
+            return 0
+        vectors = embed([p.message for p in stale])
+        for p, v in zip(stale, vectors, strict=True):
+            v = np.asarray(v, dtype=np.float32)
+            self._put(replace(p, vector=v / (np.linalg.norm(v) or 1.0), model=self.model))
+        log.info("embedded %d learned pairs again with %s", len(stale), self.model)
+        return len(stale)
+
     def retire(self, snapshot: Snapshot) -> int:
         """After a sync: drop each pair whose words are no longer in its document, and move
         those an edit moved (to their first place in the document now). How many were dropped."""
@@ -230,16 +280,11 @@ class LearnedPairs:
             moved = next((c for c in chunks if p.quote in c.content), None)
             if moved is not None:
                 start = moved.start + moved.content.index(p.quote)
+                end = start + len(p.quote)
                 self.forget(p.id)
-                self.confirm(
-                    p.message, p.vector, _folders(p.scope), p.path, start, start + len(p.quote), p.quote, p.user, p.via
-                )
+                self._put(replace(p, id=pair_id(p.scope, p.message, p.path, start, end), start=start, end=end))
                 continue
             log.info("retiring learned pair %s: its passage is no longer in %s", p.id, p.path)
             self.forget(p.id)
             dropped += 1
         return dropped
-
-
-def _folders(scope: str) -> tuple[str, ...] | None:
-    return None if scope == EVERYWHERE else tuple(scope.split("|"))

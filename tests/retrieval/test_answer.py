@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer import Linker
+from retrieval.answer import Citation, Linker
 from retrieval.answer.prompt import answer_grammar, build_prompt
 from retrieval.answer.service import DOCS_SAY, Answer, AnswerService, Outcome
 from retrieval.errors import ModelError
@@ -29,6 +29,12 @@ def _service(engine: Engine, model: LanguageModel, **kw: int) -> AnswerService:
 
 def _doc(path: str) -> str:
     return (EXAMPLES / path).read_text(encoding="utf-8").replace("\r\n", "\n")
+
+
+def _sentence(c: Citation) -> str:
+    """The sentence a citation cites, inside the excerpt it quotes."""
+    assert c.best is not None
+    return c.quote[c.best[0] - c.start : c.best[1] - c.start]
 
 
 def _number_of(prompt: str, fragment: str) -> int:
@@ -49,8 +55,8 @@ def test_a_supported_sentence_is_kept_with_its_sentence_as_evidence(examples_eng
     a = _service(examples_engine, model).answer(SEV1)
     assert not a.refused and a.text.endswith("[1].")
     (c,) = a.citations
-    assert ACK in c.quote and c.quote.startswith("For a SEV1")
-    assert _doc(c.path)[c.start : c.end] == c.quote  # the evidence range slices the document exactly
+    assert ACK in _sentence(c) and _sentence(c).startswith("For a SEV1")  # the cited sentence, in bold
+    assert _doc(c.path)[c.start : c.end] == c.quote  # the excerpt's range slices the document exactly
     assert c.locator == f"#char={c.start},{c.end}" and c.url.endswith(c.locator)
     assert c.passage is not None and c.passage[0] <= c.start < c.end <= c.passage[1]
     assert a.check.kept == 1 and a.check.removed == 0 and a.check.constrained
@@ -96,7 +102,7 @@ def test_a_bare_no_is_shown_as_the_evidence_itself(examples_engine: Engine) -> N
     a = _service(examples_engine, model).answer(SEV1)
     assert not a.refused and a.check.shown_as_evidence and a.check.too_short == 1
     (c,) = a.citations
-    assert a.text == f"{DOCS_SAY} «{c.quote}» [1]"
+    assert a.text == f"{DOCS_SAY} «{_sentence(c)}» [1]"
     assert ACK in c.quote and _doc(c.path)[c.start : c.end] == c.quote
 
 
@@ -107,7 +113,7 @@ def test_a_bare_number_is_shown_with_the_sentence_that_holds_it(examples_engine:
     a = _service(examples_engine, model, max_sentences=4).answer("How many days of leave do I get?")
     assert a.check.shown_as_evidence and a.check.too_short == 1
     (c,) = a.citations
-    assert "25 days of paid holiday" in c.quote and a.text == f"{DOCS_SAY} «{c.quote}» [1]"
+    assert "25 days of paid holiday" in c.quote and a.text == f"{DOCS_SAY} «{' '.join(_sentence(c).split())}» [1]"
 
 
 def test_the_model_finding_nothing_points_at_the_passages_it_read(examples_engine: Engine) -> None:

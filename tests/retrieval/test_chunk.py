@@ -182,6 +182,26 @@ def test_numbers_rules_and_blank_lines_still_end_units() -> None:
     ]
 
 
+def test_an_abbreviation_or_a_date_before_lower_case_does_not_end_a_sentence() -> None:
+    assert _split("Fra 1. juli 2024 vil denne funktion være aktiveret som standard. Det gælder alle.") == [
+        "Fra 1. juli 2024 vil denne funktion være aktiveret som standard.",
+        "Det gælder alle.",
+    ]
+    assert _split("Brug f.eks. moms, bl.a. afgifter, jf. loven. Ring kl. 9 til os, ca. 5 min.") == [
+        "Brug f.eks. moms, bl.a. afgifter, jf. loven.",
+        "Ring kl. 9 til os, ca. 5 min.",
+    ]
+    assert _split("Use a tool, e.g. the linter, on each file. Then commit.") == [
+        "Use a tool, e.g. the linter, on each file.",
+        "Then commit.",
+    ]
+    # Before a capital, an abbreviation's stop still ends its sentence.
+    assert _split("Bilag, kvitteringer mv. Derefter bogføres de.") == [
+        "Bilag, kvitteringer mv.",
+        "Derefter bogføres de.",
+    ]
+
+
 def test_spans_slice_the_content_in_order_without_overlap() -> None:
     rng = random.Random(7)
     pieces = ["word", "Word", ".", "?", "\n", "\n\n", " ", "- ", "2. ", "> ", "```", "|", ":", "#", "2019."]

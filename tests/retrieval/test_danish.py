@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from bot import render
 from bot.builder import Builder
 from config.settings import Settings
 from retrieval.answer import Linker
-from retrieval.answer.service import AnswerService, Outcome
+from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
 from retrieval.index import Bm25Index, tokenize
 from retrieval.models import E5Embedder, LanguageDetector
 from retrieval.search import Languages
@@ -126,6 +127,30 @@ def test_a_danish_question_to_an_english_drive_is_searched_in_english_and_answer
     assert a.text.startswith("Vagten skal kvittere inden for 5 minutter") and "[1]" in a.text  # answered in Danish
     assert "acknowledge the page within 5 minutes" in a.citations[0].quote  # the evidence verbatim, in English
     assert a.timings["translate"] >= 0 and a.timings["translate_back"] >= 0
+
+
+@pytest.mark.parametrize(
+    "back",
+    [
+        "The on-call engineer must acknowledge the page within 5 minutes.",  # still English
+        "Vagten skal kvittere inden for nogle minutter.",  # the number lost
+        "",  # no translation
+    ],
+)
+def test_an_answer_sentence_that_does_not_translate_is_not_shown_and_the_evidence_is(
+    examples_engine: Engine, back: str
+) -> None:
+    asked = "Hvor hurtigt skal on-call-ingeniøren kvittere for en SEV1-alarm?"
+    claim = "The on-call engineer must acknowledge the page within 5 minutes."
+    words = _Dictionary({asked: "How fast must the on-call engineer acknowledge a SEV1 page?", claim: back})
+    model = ScriptedModel(lambda p: next(x for x in p.splitlines() if "acknowledge the page" in x)[:4] + claim)
+    svc = AnswerService(
+        examples_engine.searcher, lambda: model, ANSWERING, links=Linker(docs_dir=EXAMPLES), translator=words
+    )
+    a = svc.answer(asked)
+    assert a.answered and a.language == "da" and a.check.untranslated == 1 and a.check.shown_as_evidence
+    assert claim not in a.text and a.text.startswith(DOCS_SAY) and "acknowledge the page within 5 minutes" in a.text
+    assert render.answer_text(a).startswith("Dokumenterne siger:")  # the asker's words; the quote verbatim
 
 
 def test_an_english_question_to_an_english_drive_is_never_translated(examples_engine: Engine) -> None:

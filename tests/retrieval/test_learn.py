@@ -12,7 +12,7 @@ import pytest
 from retrieval.answer import Linker
 from retrieval.answer.service import AnswerService, Outcome
 from retrieval.index import SqliteRecords
-from retrieval.learn import LearnedPairs, scope_key
+from retrieval.learn import LearnedPairs, MatchConfig, scope_key
 from retrieval.models.embed import SentenceTransformerEmbedder
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
@@ -135,3 +135,23 @@ def test_a_passage_no_longer_in_the_index_is_not_confirmed(drive: tuple[Engine, 
     assert svc.confirm(ASKED, replace(pointer, quote="words that are not there"), None, "U1", "pointer") is None
     assert svc.confirm(ASKED, replace(pointer, path="nowhere.md"), None, "U1", "pointer") is None
     assert pairs.all() == []
+
+
+def test_a_pair_another_embedding_model_embedded_matches_only_once_embedded_again(
+    drive: tuple[Engine, Path, LearnedPairs], tmp_path: Path, embedder: SentenceTransformerEmbedder
+) -> None:
+    engine, _, pairs = drive
+    pid = _confirm_the_ack_pointer(_service(engine, pairs, NeverCalledModel()), ["ops"])
+    assert pairs.all()[0].model == "minilm" and pairs.cfg == MatchConfig.measured("minilm")
+    # Each model's cosines have their own scale: multilingual-e5's threshold is its own.
+    assert MatchConfig.measured("multilingual-e5").alone > 0.85 > MatchConfig.measured("minilm").alone
+    records = SqliteRecords(tmp_path / "data" / "records.sqlite3", "learned")
+    # The drive changed model (here the same vectors stand in for the other model's).
+    other = LearnedPairs(records, MatchConfig(0.5, 0.5), model="multilingual-e5")
+    a = _service(engine, other, NeverCalledModel()).answer(LATER, folders=["ops"])
+    assert a.outcome is Outcome.POINTED and a.learned is None  # never compared across models
+    assert other.refresh(embedder.embed_queries) == 1 and other.refresh(embedder.embed_queries) == 0
+    (pair,) = other.all()
+    assert pair.id == pid and pair.model == "multilingual-e5" and pair.user == "U1"
+    a = _service(engine, other, ScriptedModel(_copy_the_ack_sentence)).answer(LATER, folders=["ops"])
+    assert a.answered and a.learned == pid

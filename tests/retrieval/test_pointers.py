@@ -3,7 +3,7 @@ exactly, with no model call. Real embedder, real Chroma, the example handbook.""
 
 from __future__ import annotations
 
-from retrieval.answer import Linker
+from retrieval.answer import EXCERPT_CHARS, Linker
 from retrieval.answer.service import AnswerService, Outcome
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
@@ -56,3 +56,19 @@ def test_a_confident_question_is_still_answered(examples_engine: Engine) -> None
         "How fast must a SEV1 page be acknowledged?"
     )
     assert a.outcome in (Outcome.ANSWERED, Outcome.CLAIMS_REMOVED) and a.answered and a.pointers == []
+
+
+def test_an_answers_citation_quotes_its_sentence_with_the_sentences_around_it(examples_engine: Engine) -> None:
+    model = ScriptedModel("[1] A SEV1 page must be acknowledged within 5 minutes.")
+    a = _service(examples_engine, model, GateConfig(0.7, point=1.2)).answer(
+        "How fast must a SEV1 page be acknowledged?"
+    )
+    assert a.answered and a.citations
+    for c in a.citations:
+        doc = _doc(c.path)
+        assert doc[c.start : c.end] == c.quote and c.locator == f"#char={c.start},{c.end}"
+        assert c.best is not None and c.start <= c.best[0] < c.best[1] <= c.end
+        assert c.end - c.start <= EXCERPT_CHARS or c.best == (c.start, c.end)
+    cited = a.citations[0]
+    sentence = _doc(cited.path)[cited.best[0] : cited.best[1]]  # type: ignore[index]
+    assert ACK in cited.quote and len(cited.quote) > len(sentence)  # the neighbours joined
