@@ -4,7 +4,7 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install system-deps demo test lint bench eval clean
+.PHONY: install system-deps demo test lint bench eval image image-test clean
 
 # The same script builds the Docker image's venv.
 install:
@@ -40,6 +40,18 @@ eval:
 	@for c in $(EVALS); do d=$(dir $(EVAL))$$c; echo "== $$d"; \
 		$(BIN)/footnote eval --docs $$d/docs --questions $$d/questions.jsonl --ood $$d/ood.jsonl \
 			$$( [ -f $$d/ood-ticket.jsonl ] && echo --ood $$d/ood-ticket.jsonl ) || exit 1; done
+
+# The image a team deploys, built with podman or docker (scripts/build-image.sh: from a Debian
+# base built from Debian's packages unless IMAGE_BASE=python:3.11-slim), then run the way a team
+# runs it: offline index and answer, serve --http, Slack, read-only root, SIGTERM and restart,
+# HEALTHCHECK (testkit/image_test.py). Not in CI: the build alone takes minutes.
+IMAGE ?= localhost/footnote:latest
+IMAGE_BASE ?= localhost/debian:bookworm
+image:
+	scripts/build-image.sh $(IMAGE) $(IMAGE_BASE)
+
+image-test: install image
+	$(BIN)/python -m testkit.image_test --image $(IMAGE)
 
 clean:
 	rm -rf .footnote .pytest_cache

@@ -8,6 +8,7 @@ eval) never write to the live index.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
@@ -80,6 +81,7 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     Settings come from FOOTNOTE_* environment variables or a .env file.
     """
     _say_one_time_work()
+    _make_temp_dir()
     for warning in unknown_variables(os.environ, _dotenv_names()):
         click.secho(f"footnote: {warning}", fg="yellow", err=True)
     try:
@@ -93,6 +95,16 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     except ConfigError as exc:
         click.secho(f"footnote: FOOTNOTE_SYNC_CRON: {str(exc).removeprefix('FOOTNOTE_SYNC_CRON ')}", fg="red", err=True)
         sys.exit(2)
+
+
+def _make_temp_dir() -> None:
+    """The TMPDIR the environment names, made when missing: the image points it into the data
+    volume (its root filesystem may be read-only), where a new volume does not have it yet.
+    SQLite (Chroma) and the model trials need a writable temporary directory."""
+    for name in ("TMPDIR", "SQLITE_TMPDIR"):
+        if where := os.environ.get(name):
+            with contextlib.suppress(OSError):  # an unwritable one is reported by what needs it
+                Path(where).mkdir(parents=True, exist_ok=True)
 
 
 def _dotenv_names() -> list[str]:

@@ -6,6 +6,9 @@ wrote), so ``conversations.replies`` answers from them; ``auth.test`` names the 
 (``UBOT``/``BBOT``); ``users.conversations`` lists the channels a test put a person in.
 It can answer 429 (with ``Retry-After``) to exercise rate-limit retries, or an error
 such as ``unknown_method`` to exercise fallbacks.
+
+:class:`HeldModel` is the model side of the same tests: an OpenAI-compatible chat server
+whose answer waits until the test releases it, so a test can kill the bot mid-answer.
 """
 
 from __future__ import annotations
@@ -255,3 +258,55 @@ def signed_post(
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, ""
+
+
+class HeldModel:
+    """An OpenAI-compatible chat server whose answers wait until the test releases them."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.released = threading.Event()
+        self.changed = threading.Condition()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:
+                self._send({"data": [{"id": "held"}]})
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with outer.changed:
+                    outer.requests += 1
+                    outer.changed.notify_all()
+                outer.released.wait(120)
+                self._send({"choices": [{"message": {"content": "Within 5 minutes [1]."}}]})
+
+            def _send(self, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the process that asked was killed meanwhile
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_requests(self, n: int, timeout: float = 180.0) -> bool:
+        # as long as a start may take: on a loaded 2-core machine the first question waited
+        # over 60 s for the served process's models (a make test beside a 2-thread LLM job)
+        with self.changed:
+            return self.changed.wait_for(lambda: self.requests >= n, timeout)
+
+    def close(self) -> None:
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()

@@ -86,6 +86,17 @@ def test_feedback_lists_clicks(env: tuple[Path, Path]) -> None:
     assert "👎 U9: Where is X?" in res.output
 
 
+def test_the_temporary_directory_the_environment_names_is_made(
+    env: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The image points TMPDIR into its data volume (its root filesystem may be read-only);
+    # on a new volume it is not there yet, and SQLite needs it before Chroma opens.
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "data" / "tmp"))
+    monkeypatch.setenv("SQLITE_TMPDIR", str(tmp_path / "data" / "tmp"))
+    res = CliRunner().invoke(main, ["feedback"])
+    assert res.exit_code == 0 and (tmp_path / "data" / "tmp").is_dir()
+
+
 def test_retry_reindexes_a_fixed_file_now(env: tuple[Path, Path]) -> None:
     docs, _ = env
     runner = CliRunner()

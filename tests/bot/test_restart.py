@@ -13,75 +13,21 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from testkit.servers import free_port, wait_http
-from testkit.slack import FakeSlack, signed_post
+from testkit.slack import FakeSlack, HeldModel, signed_post
 from tests.conftest import EXAMPLES, ROOT
 
 SECRET = "restart-secret"
 QUESTION = "How fast must a SEV1 page be acknowledged?"
 GRACE_S = 1.0
-
-
-class HeldModel:
-    """An OpenAI-compatible chat server whose answers wait until the test releases them."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.released = threading.Event()
-        self.changed = threading.Condition()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                pass
-
-            def do_GET(self) -> None:
-                self._send({"data": [{"id": "held"}]})
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with outer.changed:
-                    outer.requests += 1
-                    outer.changed.notify_all()
-                outer.released.wait(120)
-                self._send({"choices": [{"message": {"content": "Within 5 minutes [1]."}}]})
-
-            def _send(self, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the process that asked was killed meanwhile
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait_requests(self, n: int, timeout: float = 180.0) -> bool:
-        # as long as a start may take: on a loaded 2-core machine the first question waited
-        # over 60 s for the served process's models (a make test beside a 2-thread LLM job)
-        with self.changed:
-            return self.changed.wait_for(lambda: self.requests >= n, timeout)
-
-    def close(self) -> None:
-        self.released.set()
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Serve:
@@ -222,11 +168,11 @@ def test_a_question_asked_during_warm_up_survives_kill_9_and_is_answered_after_t
     first = serve()  # returns once the port answers: on a new data dir, long before the models are loaded
     assert _phase(first) != "ready"
     assert first.event(slack, "EvWARM", "910.1") == 200  # acked while warming up
-    assert slack.wait_for(lambda s: bool(_placeholders(s, "910.1")), 30)
+    assert slack.wait_for(lambda s: bool(_placeholders(s, "910.1")), 120)
     (waiting,) = _placeholders(slack, "910.1")
     assert "Starting up" in waiting["text"] or "Reading the drive" in waiting["text"]  # it says why it waits
     # Killed once the journal knows its placeholder (killed before that, the answer is a new reply).
-    assert slack.wait_for(lambda _: _journaled_placeholder(data_dir, waiting["_ts"]), 30)
+    assert slack.wait_for(lambda _: _journaled_placeholder(data_dir, waiting["_ts"]), 120)
     first.kill(signal.SIGKILL)  # mid warm-up (the held model cannot have answered it anyway)
     assert slack.finals() == []
 
