@@ -28,7 +28,7 @@ from bot.delivery import RESTARTING, Delivery, queue_note
 from bot.feedback import FeedbackStore
 from bot.gaps import GapRecord
 from bot.i18n import N_, say
-from bot.journal import Journal
+from bot.journal import HEARTBEAT_S, Journal
 from bot.metrics import Metrics
 from bot.question import Job, Question
 from bot.scoping import ChannelScopes
@@ -96,6 +96,7 @@ class Intake:
         self._pending = 0
         self._changed = threading.Condition()
         self._closing = threading.Event()
+        self._watch: threading.Thread | None = None  # heartbeats and adoption, once recover() ran
         # A daemon thread, so a model that never returns cannot hold the process at exit.
         self._worker = threading.Thread(target=self._work, name="footnote-answer", daemon=True)
         self._worker.start()
@@ -131,13 +132,27 @@ class Intake:
             self._jobs.put(job)  # even without a placeholder: the answer becomes a new reply
 
     def recover(self, max_age_s: float) -> tuple[int, int]:
-        """Answer what a previous process left unanswered; apologise for what is too old.
+        """Answer what a previous process left unanswered (or a replica that is gone: see
+        :mod:`bot.journal`); apologise for what is too old. From then on, say every
+        ``HEARTBEAT_S`` that this replica is alive, and adopt a gone replica's questions.
         Returns (queued, apologised)."""
+        self._beat()
+        queued, apologised = self._take(self.journal.owed(self.clock()), max_age_s)
+        if queued or apologised:
+            log.info("journal: %d unfinished question(s) queued again, %d too old (apologised)", queued, apologised)
+        if self._watch is None:
+            self._watch = threading.Thread(
+                target=self._keep_watch, args=(max_age_s,), name="footnote-journal", daemon=True
+            )
+            self._watch.start()
+        return queued, apologised
+
+    def _take(self, owed: list[tuple[Job, bool]], max_age_s: float) -> tuple[int, int]:
         queued = apologised = 0
         now = self.clock()
-        for job in self.journal.unfinished():
-            if job.created_at >= self._started:
-                continue
+        for job, adopted in owed:
+            if not adopted and job.created_at >= self._started:
+                continue  # this process took it: submit() queued it already
             job.question = replace(job.question, language=self._language(job.question.text))
             if self._already_answered(job):
                 self._done(job)
@@ -150,9 +165,24 @@ class Intake:
                     self._pending += 1
                 self._jobs.put(job)
                 queued += 1
-        if queued or apologised:
-            log.info("journal: %d unfinished question(s) queued again, %d too old (apologised)", queued, apologised)
         return queued, apologised
+
+    def _keep_watch(self, max_age_s: float) -> None:
+        while not self._closing.wait(HEARTBEAT_S):
+            self._beat()
+            try:
+                queued, _ = self._take(self.journal.owed(self.clock(), others_only=True), max_age_s)
+            except Exception:  # a busy or broken journal: the next beat tries again
+                log.warning("could not read the journal for questions of a replica that is gone", exc_info=True)
+                continue
+            if queued:
+                log.info("journal: adopted %d question(s) of a replica that is gone", queued)
+
+    def _beat(self) -> None:
+        try:
+            self.journal.beat(self.clock())
+        except Exception:  # an unwritable journal must not stop the answers
+            log.warning("could not write this replica's heartbeat to the journal", exc_info=True)
 
     def _language(self, text: str) -> str | None:
         try:

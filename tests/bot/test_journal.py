@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,40 @@ def test_an_unfinished_question_is_still_there_after_reopening(tmp_path: Path) -
     again.done(left)
     assert again.unfinished() == []
     assert Journal(tmp_path).unfinished() == []
+
+
+def test_replicas_sharing_a_journal_answer_their_own_and_adopt_only_a_gone_ones(tmp_path: Path) -> None:
+    a, b = Journal(tmp_path, owner="replica-a"), Journal(tmp_path, owner="replica-b")
+    a.beat(now=1000.0)
+    b.beat(now=1000.0)
+    mine = a.record(Question("C1", "1.1", "1.1", "Who is on call?", "U1"), now=1000.0)
+    theirs = b.record(Question("C1", "2.1", "2.1", "Where is the runbook?", "U2"), now=1000.0)
+    # A restarts while B is answering: A owes its own question, never B's.
+    assert [(j.id, adopted) for j, adopted in a.owed(now=1010.0)] == [(mine.id, False)]
+    assert b.owed(now=1010.0, others_only=True) == []
+    # B goes silent: after DEAD_AFTER_S its question is adopted, by one replica only.
+    a.beat(now=1070.0)
+    ((adopted, was_adopted),) = a.owed(now=1070.0, others_only=True)
+    assert adopted.id == theirs.id and was_adopted and adopted.question.text == "Where is the runbook?"
+    assert b.owed(now=1071.0) == [] and a.owed(now=1071.0, others_only=True) == []  # now A's own
+    assert {j.id for j, _ in a.owed(now=1071.0)} == {mine.id, theirs.id}
+
+
+def test_a_journal_from_before_owners_were_kept_is_read_and_owed(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "slack_journal.sqlite3")
+    db.executescript(
+        "CREATE TABLE questions (id INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL, thread_ts TEXT NOT NULL,"
+        " ts TEXT NOT NULL, text TEXT NOT NULL, user TEXT NOT NULL, is_dm INTEGER NOT NULL, folders TEXT,"
+        " placeholder_ts TEXT, created_at REAL NOT NULL, done_at REAL);"
+        "INSERT INTO questions (channel, thread_ts, ts, text, user, is_dm, created_at)"
+        " VALUES ('C1', '1.1', '1.1', 'Old question?', 'U1', 0, 900.0);"
+    )
+    db.commit()
+    db.close()
+    j = Journal(tmp_path, owner="replica-a")
+    ((job, adopted),) = j.owed(now=1000.0)
+    assert job.question.text == "Old question?" and adopted
+    assert [(x.id, a) for x, a in j.owed(now=1001.0)] == [(job.id, False)]
 
 
 def _placeholder(slack: FakeSlack, thread: str) -> str:
