@@ -4,7 +4,7 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install system-deps demo test lint bench eval image image-test clean
+.PHONY: install system-deps demo test lint bench eval image image-test stack-test clean
 
 # The same script builds the Docker image's venv.
 install:
@@ -52,6 +52,11 @@ image:
 
 image-test: install image
 	$(BIN)/python -m testkit.image_test --image $(IMAGE)
+
+# compose.yaml's scale-out stack (two replicas, Chroma, llama.cpp, nginx), every image built
+# from IMAGE_BASE, run with podman-compose or docker compose (testkit/stack_test.py).
+stack-test: install image
+	$(BIN)/python -m testkit.stack_test --base $(IMAGE_BASE)
 
 clean:
 	rm -rf .footnote .pytest_cache

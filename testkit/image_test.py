@@ -206,10 +206,16 @@ _RSS = (
 )
 
 
-def _finals(slack: FakeSlack, thread: str) -> list[dict[str, Any]]:
-    """The final answers posted for the message ``thread`` (its placeholder, updated)."""
-    holders = {p["_ts"] for p in slack.of("chat.postMessage") if p.get("thread_ts") == thread and not p.get("blocks")}
-    return [f for f in slack.finals() if f.get("ts") in holders]
+def finals_in(slack: FakeSlack, thread: str) -> list[dict[str, Any]]:
+    """The final answers posted for the message ``thread``: into its placeholder, or into the
+    stream that replaced it (a streaming model's answer)."""
+    mine = {
+        p["_ts"]
+        for m in ("chat.postMessage", "chat.startStream")
+        for p in slack.of(m)
+        if p.get("thread_ts") == thread and not p.get("blocks")
+    }
+    return [f for f in slack.finals() if f.get("ts") in mine]
 
 
 def serving(eng: Engine, image: str, docs: Path, data: Path) -> None:
@@ -227,8 +233,8 @@ def serving(eng: Engine, image: str, docs: Path, data: Path) -> None:
         step("runs as a non-root user, root fs read-only, /data writable", f"uid {uid}")
         model.released.set()
         assert box.event(slack, "EvIMG1", "700.1") == 200
-        _wait(lambda: bool(_finals(slack, "700.1")), 120, "the answer in its thread")
-        assert "[1]" in json.dumps(_finals(slack, "700.1")[0].get("blocks"))
+        _wait(lambda: bool(finals_in(slack, "700.1")), 120, "the answer in its thread")
+        assert "[1]" in json.dumps(finals_in(slack, "700.1")[0].get("blocks"))
         step("a signed Slack event answered in its thread", f"{len(slack.calls)} Web API calls")
         if eng.podman:
             health = eng("healthcheck", "run", box.name, check=False)
@@ -249,12 +255,12 @@ def serving(eng: Engine, image: str, docs: Path, data: Path) -> None:
         assert model.wait_requests(n + 1)  # the model is writing the answer...
         took, code = box.stop()  # ...when the container is told to stop
         assert code == 0 and took < GRACE_S, (took, code, box.logs())
-        assert _finals(slack, "701.1") == []
+        assert finals_in(slack, "701.1") == []
         step("SIGTERM mid-answer: stopped cleanly", f"{took:.1f} s, exit {code}")
         model.released.set()
         again = box.start()
-        _wait(lambda: bool(_finals(slack, "701.1")), 180, "the journal's answer after the restart")
-        assert len(_finals(slack, "701.1")) == 1 and len(_finals(slack, "700.1")) == 1
+        _wait(lambda: bool(finals_in(slack, "701.1")), 180, "the journal's answer after the restart")
+        assert len(finals_in(slack, "701.1")) == 1 and len(finals_in(slack, "700.1")) == 1
         step("restarted: the question in flight answered exactly once", f"ready again in {again:.1f} s")
         box.stop()
     except Exception:

@@ -31,7 +31,7 @@ BOT_USER, BOT_ID, TEAM = "UBOT", "BBOT", "T1"
 
 
 class FakeSlack:
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._changed = threading.Condition()  # notified after every call
@@ -67,6 +67,7 @@ class FakeSlack:
                 self._handle(url.path.rsplit("/", 1)[-1], params)
 
             def _handle(self, method: str, params: dict[str, Any]) -> None:
+                params["_peer"] = self.client_address[0]  # which process called (a container's address)
                 status, body, headers = outer._answer(method, params)
                 data = json.dumps(body).encode()
                 self.send_response(status)
@@ -77,8 +78,9 @@ class FakeSlack:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}/api/"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     # -- what a test sets up ------------------------------------------------------------
@@ -263,8 +265,9 @@ def signed_post(
 class HeldModel:
     """An OpenAI-compatible chat server whose answers wait until the test releases them."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.requests = 0
+        self.peers: list[str] = []  # who asked, in order (a container's address)
         self.released = threading.Event()
         self.changed = threading.Condition()
         outer = self
@@ -280,6 +283,7 @@ class HeldModel:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with outer.changed:
                     outer.requests += 1
+                    outer.peers.append(self.client_address[0])
                     outer.changed.notify_all()
                 outer.released.wait(120)
                 self._send({"choices": [{"message": {"content": "Within 5 minutes [1]."}}]})
@@ -295,9 +299,10 @@ class HeldModel:
                 except OSError:  # the process that asked was killed meanwhile
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def wait_requests(self, n: int, timeout: float = 180.0) -> bool:

@@ -65,11 +65,17 @@ def test_the_image_installs_with_the_same_script_as_make_install() -> None:
 def test_compose_runs_two_replicas_against_one_chroma_and_one_model_server() -> None:
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     services = compose["services"]
-    assert {"footnote", "chroma", "llm"} <= set(services)
-    bot = services["footnote"]
-    assert bot["deploy"]["replicas"] == 2
-    assert bot["environment"]["FOOTNOTE_CHROMA_URL"] == "http://chroma:8000"
-    assert bot["environment"]["FOOTNOTE_LLM_URL"] == "http://llm:8080"
+    assert {"footnote-1", "footnote-2", "chroma", "llm", "proxy"} == set(services)
+    for name in ("footnote-1", "footnote-2"):
+        bot = services[name]
+        assert bot["hostname"] == name  # the journal's owner, stable across restarts
+        assert bot["environment"]["FOOTNOTE_CHROMA_URL"] == "http://chroma:8000"
+        assert bot["environment"]["FOOTNOTE_LLM_URL"] == "${FOOTNOTE_LLM_URL:-http://llm:8080}"
+        assert "footnote-data:/data" in bot["volumes"]
     assert "llama_cpp.server" in " ".join(services["llm"]["entrypoint"])
-    assert services["chroma"]["image"].endswith(":1.5.9")  # the server matches the client's version
-    assert "footnote:3000" in (ROOT / "deploy" / "nginx.conf").read_text()
+    assert services["chroma"]["entrypoint"][:2] == ["chroma", "run"]  # the server of the client's chromadb
+    # Every image is built here, from BASE: nothing comes from another registry.
+    for name, svc in services.items():
+        assert svc["image"].startswith("localhost/") and svc["build"]["args"]["BASE"].startswith("${BASE:-"), name
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    assert "footnote-1:3000" in conf and "footnote-2:3000" in conf

@@ -1,0 +1,181 @@
+"""``make stack-test``: the scale-out stack of ``compose.yaml``, built and run here.
+
+``python -m testkit.stack_test`` brings up the README's ``compose.yaml`` with podman-compose
+or docker compose (two replicas sharing one data volume, the Chroma server, the llama.cpp
+server and the nginx proxy, every image built from ``BASE``), then, printing a figure per step:
+
+1. a signed Slack event sent to the proxy is answered in its thread, by the llama.cpp server,
+   with its citation, through a fake Slack Web API on the host (the containers reach it at
+   ``host.containers.internal``);
+2. a second question: the replica answering it is killed (SIGKILL) while its model writes,
+   and the question is still answered exactly once (its restart, or the other replica after
+   ``DEAD_AFTER_S``, finds it in the shared journal).
+
+For step 2 the replicas' model is a held server on the host (``FOOTNOTE_LLM_URL``), so the
+test decides when the answer comes. Test tooling: never part of an image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from testkit.image_test import _cpu, _status, _wait, finals_in, step
+from testkit.servers import ROOT, free_port
+from testkit.slack import FakeSlack, HeldModel, signed_post
+
+SECRET = "stack-test-secret"
+QUESTION = "How fast must a SEV1 page be acknowledged?"
+HOST = "host.containers.internal"  # the host, as a container on podman's network sees it
+
+
+def _compose() -> list[str]:
+    if shutil.which("podman-compose"):
+        return ["podman-compose"]
+    if shutil.which("docker"):
+        return ["docker", "compose"]
+    raise click.ClickException("stack-test needs podman-compose or docker compose")
+
+
+class Stack:
+    def __init__(self, project: str, env: dict[str, str], files: list[Path]) -> None:
+        self.cmd = [*_compose(), "-p", project, *[x for f in files for x in ("-f", str(f))]]
+        self.env = {**os.environ, **env}
+        self.engine = "podman" if self.cmd[0] == "podman-compose" else "docker"
+
+    def __call__(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run(
+            [*self.cmd, *args], env=self.env, capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT
+        )
+        if res.returncode != 0:
+            raise AssertionError(f"{' '.join(self.cmd[:1] + list(args))} failed: {(res.stdout + res.stderr)[-1500:]}")
+        return res
+
+    def containers(self) -> dict[str, str]:
+        """service name -> container id, of this project's running containers."""
+        out = subprocess.run(
+            [self.engine, "ps", "--format", "{{.ID}} {{.Names}}"], capture_output=True, text=True, check=True
+        ).stdout
+        return {name: cid for cid, name in (line.split(maxsplit=1) for line in out.splitlines() if line.strip())}
+
+    def logs(self) -> str:
+        """The last lines of every container's log, for a failure's report."""
+        out = []
+        for name, cid in sorted(self.containers().items()):
+            res = subprocess.run([self.engine, "logs", cid], capture_output=True, text=True)
+            lines = [x for x in (res.stdout + res.stderr).splitlines() if "httpx" not in x and "GET /" not in x]
+            out.append(f"--- {name}\n" + "\n".join(lines[-30:]))
+        return "\n".join(out)
+
+    def address(self, container: str) -> str:
+        fmt = "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"
+        out = subprocess.run([self.engine, "inspect", "--format", fmt, container], capture_output=True, text=True)
+        return out.stdout.strip()
+
+
+def _event(port: int, slack: FakeSlack, event_id: str, ts: str) -> int:
+    slack.user_message("C1", ts, f"<@UBOT> {QUESTION}")
+    body = {
+        "type": "event_callback", "event_id": event_id, "team_id": "T1", "api_app_id": "A1",
+        "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {QUESTION}", "ts": ts, "channel": "C1"},
+    }  # fmt: skip
+    return signed_post(f"http://127.0.0.1:{port}/slack/events", json.dumps(body), "application/json", SECRET)[0]
+
+
+def _override(root: Path, slack: FakeSlack, model: HeldModel | None) -> Path:
+    """The test's settings for both replicas: the fake Slack API (and the held model)."""
+    env = {
+        "FOOTNOTE_SLACK_API_URL": f"http://{HOST}:{slack.port}/api/",
+        "FOOTNOTE_SYNC_MINUTES": "0",
+        "FOOTNOTE_GATE_THRESHOLD": "0.70",  # on the three-file drive the question reaches the model
+        "FOOTNOTE_GATE_POINT_THRESHOLD": "1.0",
+    }
+    if model is not None:
+        env["FOOTNOTE_LLM_URL"] = f"http://{HOST}:{model.port}"
+    path = root / "stack-test.yaml"
+    services = {name: {"environment": env} for name in ("footnote-1", "footnote-2")}
+    path.write_text(json.dumps({"services": services}))  # JSON is YAML
+    return path
+
+
+def _bring_up(stack: Stack, port: int) -> float:
+    t0 = time.monotonic()
+    stack("up", "-d")
+    _wait(lambda: _status(f"http://127.0.0.1:{port}/readyz") == 200, 900, "/readyz through the proxy")
+    return time.monotonic() - t0
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--base", default="localhost/debian:bookworm", show_default=True, help="BASE of every image.")
+def main(base: str) -> None:
+    click.echo(f"stack-test: compose.yaml with {_compose()[0]} on {_cpu()}")
+    with tempfile.TemporaryDirectory(prefix="footnote-stack-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(ROOT / "examples" / "docs", root / "docs")
+        port = free_port()
+        env = {
+            "BASE": base,
+            "DOCS": str(root / "docs"),
+            "PORT": str(port),
+            "SLACK_BOT_TOKEN": "xoxb-stack-test",
+            "SLACK_SIGNING_SECRET": SECRET,
+        }
+        slack = FakeSlack(host="0.0.0.0")
+        project = f"footnote-stack-{os.getpid()}"
+        first = Stack(project, env, [ROOT / "compose.yaml", _override(root, slack, None)])
+        try:
+            up = _bring_up(first, port)
+            step("the stack up (two replicas, Chroma, llama.cpp, proxy)", f"ready through the proxy in {up:.0f} s")
+            t0 = time.monotonic()
+            assert _event(port, slack, "EvSTACK1", "800.1") == 200
+            _wait(lambda: bool(finals_in(slack, "800.1")), 300, "the answer through the proxy")
+            (final,) = finals_in(slack, "800.1")
+            assert "[1]" in json.dumps(final.get("blocks")), final
+            step("a Slack event through the proxy, answered by llama.cpp", f"{time.monotonic() - t0:.1f} s")
+        except Exception:
+            click.echo(first.logs(), err=True)
+            click.echo(f"fake Slack saw: {[m for m, _ in slack.calls]}", err=True)
+            raise
+        finally:
+            first("down", "-v", timeout=300)
+
+        model = HeldModel(host="0.0.0.0")
+        second = Stack(project, env, [ROOT / "compose.yaml", _override(root, slack, model)])
+        try:
+            _bring_up(second, port)
+            n = model.requests
+            assert _event(port, slack, "EvSTACK2", "801.1") == 200
+            assert model.wait_requests(n + 1)  # a replica's model is writing the answer...
+            replicas = {
+                re.sub(r"[_-]\d+$", "", name[len(project) + 1 :]): cid  # project_service_1, project-service-1
+                for name, cid in second.containers().items()
+                if name.startswith(project) and "footnote-" in name[len(project) + 1 :]
+            }
+            answering = next(s for s, cid in replicas.items() if model.peers[-1] in second.address(cid).split())
+            subprocess.run([second.engine, "kill", "-s", "KILL", replicas[answering]], check=True, capture_output=True)
+            t0 = time.monotonic()
+            model.released.set()
+            _wait(lambda: bool(finals_in(slack, "801.1")), 300, "the answer after the replica's death")
+            took = time.monotonic() - t0
+            assert len(finals_in(slack, "801.1")) == 1 and len(finals_in(slack, "800.1")) == 1
+            step(f"{answering} killed mid-answer: answered exactly once", f"{took:.0f} s after the kill")
+        except Exception:
+            click.echo(second.logs(), err=True)
+            raise
+        finally:
+            second("down", "-v", timeout=300)
+            model.close()
+            slack.close()
+    click.echo("stack-test: passed")
+
+
+if __name__ == "__main__":
+    main()
