@@ -26,19 +26,18 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from testkit.servers import ROOT, free_port
-from testkit.slack import FakeSlack, HeldModel, signed_post
+from testkit.slack import FakeSlack, HeldModel, post_mention
 
 QUESTION = "How fast do I have to acknowledge a SEV1 page?"
 SECRET = "image-test-secret"
@@ -176,12 +175,7 @@ class Serving:
         return (res.stdout + res.stderr)[-2000:]
 
     def event(self, slack: FakeSlack, event_id: str, ts: str) -> int:
-        slack.user_message("C1", ts, f"<@UBOT> {QUESTION}")
-        body = {
-            "type": "event_callback", "event_id": event_id, "team_id": "T1", "api_app_id": "A1",
-            "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {QUESTION}", "ts": ts, "channel": "C1"},
-        }  # fmt: skip
-        return signed_post(f"{self.url}/slack/events", json.dumps(body), "application/json", SECRET)[0]
+        return post_mention(self.url, slack, event_id, ts, QUESTION, SECRET)
 
     def stop(self) -> tuple[float, int]:
         """SIGTERM (then SIGKILL after the grace period): seconds, and the exit code."""
@@ -302,9 +296,5 @@ def main(image: str, engine: str | None, docs: Path) -> None:
     click.echo("image-test: passed")
 
 
-def _main(argv: Sequence[str] | None = None) -> None:
-    main(args=list(argv) if argv is not None else sys.argv[1:])
-
-
 if __name__ == "__main__":
-    _main()
+    main()

@@ -247,6 +247,17 @@ def _chunk_text(params: dict[str, Any]) -> str:
     return text
 
 
+def post_mention(base_url: str, slack: FakeSlack, event_id: str, ts: str, question: str, secret: str) -> int:
+    """A person's ``@Footnote QUESTION`` in channel C1, as Slack keeps it (``slack``) and sends
+    it, signed, to ``base_url``/slack/events; the HTTP status."""
+    slack.user_message("C1", ts, f"<@UBOT> {question}")
+    body = {
+        "type": "event_callback", "event_id": event_id, "team_id": TEAM, "api_app_id": "A1",
+        "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {question}", "ts": ts, "channel": "C1"},
+    }  # fmt: skip
+    return signed_post(f"{base_url}/slack/events", json.dumps(body), "application/json", secret)[0]
+
+
 def signed_post(
     url: str, body: str, ctype: str, secret: str, headers: dict[str, str] | None = None, age: int = 0
 ) -> tuple[int, str]:

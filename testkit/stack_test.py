@@ -30,7 +30,7 @@ import click
 
 from testkit.image_test import _cpu, _status, _wait, finals_in, step
 from testkit.servers import ROOT, free_port
-from testkit.slack import FakeSlack, HeldModel, signed_post
+from testkit.slack import FakeSlack, HeldModel, post_mention
 
 SECRET = "stack-test-secret"
 QUESTION = "How fast must a SEV1 page be acknowledged?"
@@ -82,12 +82,7 @@ class Stack:
 
 
 def _event(port: int, slack: FakeSlack, event_id: str, ts: str) -> int:
-    slack.user_message("C1", ts, f"<@UBOT> {QUESTION}")
-    body = {
-        "type": "event_callback", "event_id": event_id, "team_id": "T1", "api_app_id": "A1",
-        "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {QUESTION}", "ts": ts, "channel": "C1"},
-    }  # fmt: skip
-    return signed_post(f"http://127.0.0.1:{port}/slack/events", json.dumps(body), "application/json", SECRET)[0]
+    return post_mention(f"http://127.0.0.1:{port}", slack, event_id, ts, QUESTION, SECRET)
 
 
 def _override(root: Path, slack: FakeSlack, model: HeldModel | None) -> Path:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from testkit.servers import free_port, wait_http
-from testkit.slack import FakeSlack, HeldModel, signed_post
+from testkit.slack import FakeSlack, HeldModel, post_mention
 from tests.conftest import EXAMPLES, ROOT
 
 SECRET = "restart-secret"
@@ -45,14 +45,7 @@ class Serve:
         return self
 
     def event(self, slack: FakeSlack, event_id: str, ts: str) -> int:
-        slack.user_message("C1", ts, f"<@UBOT> {QUESTION}")  # Slack keeps what the person wrote
-        body = {
-            "type": "event_callback", "event_id": event_id, "team_id": "T1", "api_app_id": "A1",
-            "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {QUESTION}", "ts": ts, "channel": "C1"},
-        }  # fmt: skip
-        return signed_post(f"http://127.0.0.1:{self.port}/slack/events", json.dumps(body), "application/json", SECRET)[
-            0
-        ]
+        return post_mention(f"http://127.0.0.1:{self.port}", slack, event_id, ts, QUESTION, SECRET)
 
     def kill(self, sig: int) -> float:
         """Send ``sig``; seconds until the process is gone."""
