@@ -98,11 +98,14 @@ def in_context(
     idf: dict[str, float],
     vectors_of: VectorsOf | None,
     links: Linker,
+    sentences: Sequence[SourceSentence] | None = None,
 ) -> Citation:
     """A citation of the evidence sentence ``ev`` quoted with its neighbours (``best`` is its
-    own range). Evidence that is not one sentence of its passage (a span a teammate confirmed)
-    is quoted as it is: that is what was confirmed."""
-    sentences = number_sentences([ev.hit], vectors_of)
+    own range); ``sentences``: its passage's, when the caller numbered them already. Evidence
+    that is not one sentence of its passage (a span a teammate confirmed) is quoted as it is:
+    that is what was confirmed."""
+    if sentences is None:
+        sentences = number_sentences([ev.hit], vectors_of)
     full = next((s for s in sentences if s.start == ev.start and s.end == ev.end), None)
     if full is None or is_planted(ev.hit.chunk, ev.start, ev.end):
         return cite_evidence(n, ev, links)

@@ -465,9 +465,12 @@ class AnswerService:
         result = searcher.search(question, k=k, folders=folders)
         idf = question_weights(question, snap.bm25.idf)
         out = point_at(result.hits, result.query_vector, idf, snap.sentence_rows_of, self.links, n=k)
-        for s in number_sentences(result.hits, snap.sentence_rows_of):
-            out.append(cite_evidence(len(out) + 1, s, self.links))
-            out.append(in_context(len(out) + 1, s, result.query_vector, idf, snap.sentence_rows_of, self.links))
+        for hit in result.hits:
+            sentences = number_sentences([hit], snap.sentence_rows_of)  # once per passage, for each sentence
+            for s in sentences:
+                out.append(cite_evidence(len(out) + 1, s, self.links))
+                q = result.query_vector
+                out.append(in_context(len(out) + 1, s, q, idf, snap.sentence_rows_of, self.links, sentences))
         return out
 
     def _rewritten(

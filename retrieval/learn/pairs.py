@@ -57,8 +57,8 @@ def scope_key(folders: Sequence[str] | None) -> str:
 
 @dataclass(frozen=True)
 class MatchConfig:
-    alone: float = 0.46  # cosine of two messages that match whatever search says (MiniLM's)
-    with_passage: float = 0.46  # ... that match when the confirmed passage is also the best hit (= alone: off)
+    alone: float  # cosine of two messages that match whatever search says
+    with_passage: float  # ... that match when the confirmed passage is also the best hit (= alone: off)
 
     @classmethod
     def measured(cls, model: str, alone: float | None = None, with_passage: float | None = None) -> MatchConfig:
