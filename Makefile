@@ -54,7 +54,8 @@ image-test: install image
 	$(BIN)/python -m testkit.image_test --image $(IMAGE)
 
 # compose.yaml's scale-out stack (two replicas, Chroma, llama.cpp, nginx), every image built
-# from IMAGE_BASE, run with podman-compose or docker compose (testkit/stack_test.py).
+# from IMAGE_BASE, run with podman-compose or docker compose with the network off (as root:
+# an iptables rule cuts the stack's network from the world; testkit/stack_test.py).
 stack-test: install image
 	$(BIN)/python -m testkit.stack_test --base $(IMAGE_BASE)
 
