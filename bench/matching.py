@@ -2,17 +2,22 @@
 
 Each CORPUS folder holds ``docs/``, ``questions.jsonl`` (needs asked directly, "course", and
 as chatty messages, "ticket") and ``ood-ticket.jsonl`` (chatty messages the docs do not
-answer). For every direct question, the passage holding its needle among the passages it
-finds (its pointers' excerpts and its passages' sentences, as a teammate would click) is
-confirmed; then every chatty message is matched against those pairs, on a grid of
-(``alone``, ``with_passage``) thresholds:
+answer; ``ood.jsonl``, direct ones). For every direct question, the passage holding its
+needle among the passages it finds (its pointers' excerpts and its passages' sentences, as a
+teammate would click) is confirmed; then messages are matched against those pairs, on a grid
+of (``alone``, ``with_passage``, ``over_sure``) thresholds, each message with the gate's
+verdict on its own search (``over_sure`` applies when the gate would answer it):
 
-- an answerable message matching its own twin's pair is a hit; another pair, wrong;
-- an unanswerable one matching any pair would be answered from a passage that does not
-  answer it (the model may still decline: ``footnote eval --replay`` measures that).
+- a chatty message matching its own twin's pair is a hit; another pair, wrong;
+- an unanswerable one (chatty or direct) matching any pair would be answered from a passage
+  that does not answer it (the model may still decline: ``footnote eval --replay`` says);
+- a direct question matching another question's pair, its own left out, is **taken over**:
+  a teammate confirmed a passage for a need on the same topic, and that question, asked
+  before its own was confirmed, would get that other passage as a confirmed answer.
 
-The chosen pair of thresholds has the most hits over all corpora while letting at most
-``--max-ood`` unanswerable messages match on each, per embedding model: each corpus is
+The chosen thresholds have the most hits over all corpora while letting at most
+``--max-ood`` unanswerable chatty messages match, and taking over at most ``--max-taken``
+direct questions, on each corpus, per embedding model: each corpus is
 indexed with the model ``FOOTNOTE_EMBED_MODEL`` (``auto``) gives it, and each model's
 cosines have their own scale (MiniLM's 0.50 is multilingual-e5's 0.89), so each model gets
 its own choice (``retrieval.learn.pairs.MEASURED``). No language model is called. These are
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,21 +41,39 @@ import numpy as np
 from bot.builder import Builder
 from config.settings import load_settings
 from retrieval.evaluation import CachingEmbedder, normalise
-from retrieval.learn import LearnedPairs, MatchConfig
+from retrieval.learn import NEVER, LearnedPairs, MatchConfig
 from retrieval.models import cpu_info, seed_models
+from retrieval.search import Verdict, decide
 
 ALONE = [round(0.40 + 0.005 * i, 3) for i in range(111)]  # 0.400 … 0.950
-GRID = sorted({(a, b) for a in ALONE for b in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, a) if b <= a})
+GRID = sorted(
+    {(a, b, o) for a in ALONE for b in (0.3, 0.4, a) for o in (a, 0.55, 0.6, 0.7, 0.8, 0.9, NEVER) if b <= a <= o}
+)
 SHOWN = {round(0.40 + 0.05 * i, 2) for i in range(12)}  # the rows printed besides the choice
 
 
 @dataclass
 class Probe:
-    """A chatty message with what matching needs: its vector, its best hit, whose twin it is."""
+    """A message with what matching needs: its vector, its best hit, the gate's verdict, what it is."""
 
     vector: np.ndarray
     best_hit: object
-    twin: str | None  # the id of its direct twin (None: unanswerable)
+    sure: bool  # the gate would answer it from its own search
+    twin: str | None  # a chatty message's direct twin's id (None: unanswerable)
+    kind: str  # "chatty", or "direct" (``own``: its own pair, left out)
+    own: str | None = None
+
+
+@dataclass
+class Counts:
+    hits: int = 0  # chatty messages matched to their twin's pair
+    wrong: int = 0  # ... to another pair
+    ood: int = 0  # unanswerable chatty messages matched
+    taken: int = 0  # direct questions taken over by another question's pair
+    direct_ood: int = 0  # unanswerable direct questions matched
+
+    def __str__(self) -> str:
+        return f"{self.hits}/{self.wrong}/{self.ood}/{self.taken}/{self.direct_ood}"
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -66,6 +90,7 @@ def _corpus(folder: Path, progress: bool) -> tuple[str, Builder, LearnedPairs, d
     b = Builder(s, CachingEmbedder(plain.embedder, live.data_dir / "eval-cache"))
     b.embedding_in_use = plain.embedding_in_use  # the model the cache wraps
     b.engine.sync(progress=progress)
+    b.calibrator.ensure()  # the gate as the product's after a sync: calibrated on this drive
     pairs = b.learned  # where the answer service keeps what it confirms
     owner: dict[str, str] = {}  # pair id -> the direct question's id
     questions = _rows(folder / "questions.jsonl")
@@ -78,30 +103,50 @@ def _corpus(folder: Path, progress: bool) -> tuple[str, Builder, LearnedPairs, d
             pair = b.answers.confirm(q["question"], shown, None, "bench", "replay")
             if pair is not None:
                 owner[pair.id] = q["id"]
+    return plain.embedding_in_use or "minilm", b, pairs, owner, _probes(b, folder, questions, owner)
+
+
+def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: dict[str, str]) -> list[Probe]:
     searcher = b.engine.searcher()
+    own = {q: pid for pid, q in owner.items()}
+    asked: list[tuple[dict[str, str], str | None, str]] = [
+        (q, q["id"], "chatty") for q in questions if q.get("style") == "ticket"
+    ]
+    asked += [(q, None, "chatty") for q in _rows(folder / "ood-ticket.jsonl")]
+    asked += [(q, q["id"], "direct") for q in questions if q.get("style", "course") == "course"]
+    asked += [(q, None, "direct") for q in _rows(folder / "ood.jsonl")]
     probes = []
-    chatty: list[tuple[dict[str, str], str | None]] = [(q, q["id"]) for q in questions if q.get("style") == "ticket"]
-    chatty += [(q, None) for q in _rows(folder / "ood-ticket.jsonl")]
-    for q, twin in chatty:
-        r = searcher.search(q["question"], k=1)
-        probes.append(Probe(r.query_vector, r.hits[0].chunk if r.hits else None, twin))  # type: ignore[arg-type]
-    return plain.embedding_in_use or "minilm", b, pairs, owner, probes
+    for q, twin, kind in asked:
+        r = searcher.search(q["question"], k=20)
+        sure = decide(r, b.gate_config(), b.settings.max_sources).verdict is Verdict.ANSWER
+        best = r.hits[0].chunk if r.hits else None
+        mine = own.get(twin) if kind == "direct" and twin else None
+        probes.append(Probe(r.query_vector, best, sure, twin, kind, mine))  # type: ignore[arg-type]
+    return probes
 
 
-def _count(b: Builder, pairs: LearnedPairs, owner: dict[str, str], probes: Sequence[Probe]) -> tuple[int, int, int]:
-    hits = wrong = ood = 0
+def _count(b: Builder, pairs: LearnedPairs, owner: dict[str, str], probes: Sequence[Probe]) -> Counts:
+    n = Counts()
     snap = b.engine.searcher().snapshot
     for p in probes:
-        m = pairs.match(p.vector, None, snap, p.best_hit)  # type: ignore[arg-type]
+        kept = pairs.records.get(p.own) if p.own else None
+        if p.own:
+            pairs.forget(p.own)  # the direct question asked before its own pair was confirmed
+        m = pairs.match(p.vector, None, snap, p.best_hit, p.sure)  # type: ignore[arg-type]
+        if p.own and kept is not None:
+            pairs.records.put(p.own, kept)
         if m is None:
             continue
-        if p.twin is None:
-            ood += 1
+        if p.kind == "direct":
+            n.taken += p.twin is not None
+            n.direct_ood += p.twin is None
+        elif p.twin is None:
+            n.ood += 1
         elif owner.get(m.pair.id) == p.twin:
-            hits += 1
+            n.hits += 1
         else:
-            wrong += 1
-    return hits, wrong, ood
+            n.wrong += 1
+    return n
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -109,40 +154,67 @@ def _count(b: Builder, pairs: LearnedPairs, owner: dict[str, str], probes: Seque
 @click.option(
     "--max-ood", default=3, show_default=True, help="Most unanswerable chatty messages that may match, per corpus."
 )
-def main(corpora: tuple[Path, ...], max_ood: int) -> None:
+@click.option(
+    "--max-taken", default=3, show_default=True, help="Most direct questions another's pair may take over, per corpus."
+)
+def main(corpora: tuple[Path, ...], max_ood: int, max_taken: int) -> None:
     runs = [(c.name, *_corpus(c, progress=False)) for c in corpora]
     for name, model, _, _, owner, probes in runs:
-        n_in = sum(p.twin is not None for p in probes)
+        kinds = Counter((p.kind, p.twin is not None) for p in probes)
         click.echo(
-            f"{name} ({model}): {len(owner)} direct questions confirmed; {n_in} chatty messages, "
-            f"{len(probes) - n_in} unanswerable"
+            f"{name} ({model}): {len(owner)} direct questions confirmed; {kinds['chatty', True]} chatty messages "
+            f"and {kinds['chatty', False]} unanswerable; {kinds['direct', True]} direct questions and "
+            f"{kinds['direct', False]} unanswerable"
         )
     for model in dict.fromkeys(r[1] for r in runs):
-        _choose(model, [r for r in runs if r[1] == model], max_ood)
+        _choose(model, [r for r in runs if r[1] == model], max_ood, max_taken)
 
 
-def _choose(
-    model: str, runs: list[tuple[str, str, Builder, LearnedPairs, dict[str, str], list[Probe]]], max_ood: int
-) -> None:
+Run = tuple[str, str, Builder, LearnedPairs, dict[str, str], list[Probe]]
+
+
+def _choose(model: str, runs: list[Run], max_ood: int, max_taken: int) -> None:
     click.echo(f"\n{model} on {cpu_info().describe()}")
-    click.echo("alone  with-passage  " + "  ".join(f"{r[0]:>22}" for r in runs) + "   (hits/wrong/unanswerable)")
+    click.echo(
+        "alone  with-passage  over-sure  "
+        + "  ".join(f"{r[0]:>16}" for r in runs)
+        + "   (chatty hits/wrong/unanswerable, direct taken over/unanswerable)"
+    )
     table = []
-    for a, bp in GRID:
+    for a, bp, o in GRID:
         counts = []
         for _, _, b, pairs, owner, probes in runs:
-            pairs.cfg = MatchConfig(a, bp)
+            pairs.cfg = MatchConfig(a, bp, o)
             counts.append(_count(b, pairs, owner, probes))
-        table.append((a, bp, counts))
-        if a == bp and a in SHOWN:
-            click.echo(f"{a:5.3f}  {bp:12.3f}  " + "  ".join(f"{h:>10}/{w}/{o:<9}" for h, w, o in counts))
-    ok = [t for t in table if all(o <= max_ood for _, _, o in t[2])]
+        table.append(((a, bp, o), counts))
+        if a == bp and a in SHOWN and o in (a, NEVER):
+            click.echo(f"{a:5.3f}  {bp:12.3f}  {o:9.3f}  " + "  ".join(f"{c!s:>16}" for c in counts))
+    ok = [t for t in table if all(c.ood <= max_ood and c.taken <= max_taken for c in t[1])]
     if not ok:
         click.echo(f"no thresholds keep the unanswerable matches at or below {max_ood} on every corpus")
         return
-    a, bp, counts = max(ok, key=lambda t: (sum(h for h, _, _ in t[2]), -sum(w for _, w, _ in t[2]), t[0], t[1]))
+    (a, bp, o), counts = max(
+        ok,
+        key=lambda t: (
+            sum(c.hits for c in t[1]),
+            -sum(c.wrong + c.taken + c.direct_ood for c in t[1]),
+            t[0],
+        ),
+    )
     click.echo(
-        f"chosen for {model}: alone {a:.3f}, with the passage as the best hit {bp:.3f}: "
-        + ", ".join(f"{r[0]} {h} hits, {w} wrong, {o} unanswerable" for r, (h, w, o) in zip(runs, counts, strict=True))
+        f"chosen for {model}: alone {a:.3f}, with the passage as the best hit {bp:.3f}, over a sure search "
+        + ("never" if o >= NEVER else f"{o:.3f}")
+        + ": "
+        + ", ".join(
+            f"{r[0]} {c.hits} hits, {c.wrong} wrong, {c.ood} unanswerable; {c.taken} direct taken over, "
+            f"{c.direct_ood} unanswerable"
+            for r, c in zip(runs, counts, strict=True)
+        )
+    )
+    flat = next(t[1] for t in table if t[0] == (a, bp, a))
+    click.echo(
+        f"  the same with {a:.3f} over a sure search too: "
+        + ", ".join(f"{r[0]} {c}" for r, c in zip(runs, flat, strict=True))
     )
 
 

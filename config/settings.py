@@ -174,8 +174,9 @@ class Settings(BaseSettings):
         None,
         ge=0,
         le=1,
-        description="A message whose cosine to a confirmed one (same scope) reaches this is answered from its passage "
-        "(default: the threshold measured for the embedding model, 0.46 for MiniLM, 0.90 for multilingual-e5).",
+        description="A message whose cosine to a confirmed one (same scope) reaches this is answered from its passage, "
+        "unless search is sure of another passage on its own (default: the threshold measured for the embedding "
+        "model, 0.46 for MiniLM, 0.925 for multilingual-e5).",
     )
     learn_match_top: float | None = Field(
         None,

@@ -249,7 +249,7 @@ class AnswerService:
         decision = decide(result, self.gate, self.max_sources)
         timings["gate"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        match = self._learned(searcher, question, context, result, folders)
+        match = self._learned(searcher, question, context, result, folders, decision.verdict is Verdict.ANSWER)
         timings["learned"] = (time.perf_counter() - t) * 1000
         # Every outcome starts as a refusal that names where Footnote looked.
         base = Answer(
@@ -404,14 +404,16 @@ class AnswerService:
         context: Sequence[str],
         result: SearchResult,
         folders: Sequence[str] | None,
+        sure: bool,
     ) -> Match | None:
-        """The confirmed pair this message reads like, in its scope (the message alone, not its thread)."""
+        """The confirmed pair this message reads like, in its scope (the message alone, not its
+        thread); ``sure``: the gate would answer it from its own search."""
         if self.learned is None or not result.hits:
             return None
         vector = result.query_vector if not context else searcher.embedder.embed_queries([question])[0]
         if vector is None:
             return None
-        return self.learned.match(vector, folders, searcher.snapshot, result.hits[0].chunk)
+        return self.learned.match(vector, folders, searcher.snapshot, result.hits[0].chunk, sure)
 
     def _from_pair(self, turn: _Turn, match: Match) -> Answer:
         """A confident answer from the passage a teammate confirmed for a message like this one:

@@ -9,15 +9,20 @@ another scope never sees it.
 Matching is question to question, the thing MiniLM was trained for (duplicate questions),
 and far stronger than question to passage for a chatty message: the messages match when
 their cosine reaches ``alone``, or ``with_passage`` while the confirmed passage is also the
-message's own best search hit. ``python -m bench.matching`` chooses both on the
-development corpora (dev, guides): the most chatty messages matched to their own direct
-twin's pair while at most 3 of 30 unanswerable ones match anything, per embedding model:
-its cosines have their own scale (multilingual-e5's lie between 0.8 and 0.95 for any two
-questions on a topic). On a grid of 0.005 steps, for MiniLM it chose 0.46 for both (the
-second rule then adds nothing): on dev 16 of 32 matched, 1 wrongly, no unanswerable one;
-on guides 17 of 32, 2 wrongly, 3 unanswerable ones (at 0.50: 13 and 12). For
-multilingual-e5, on danish-dev, 0.90: 13 of 32, 2 wrongly, 1 unanswerable (at MiniLM's
-threshold every one of the 30 matched).
+message's own best search hit. When search is sure on its own (the calibrated gate would
+answer) of another passage, a pair takes over only from ``over_sure``: two needs on one
+topic read alike, and with one cosine of 0.46 for all, 10 of dev's 32 direct questions and
+6 of guides' would be answered from the passage a teammate confirmed for another need.
+``python -m bench.matching`` chooses the three on the development corpora, on a grid of
+0.005 steps: the most chatty messages matched to their own direct twin's pair while at most
+3 of 30 unanswerable chatty messages match anything and at most 3 direct questions are taken
+over, per embedding model, whose cosines have their own scale (multilingual-e5's lie
+between 0.8 and 0.95 for any two questions on a topic). For MiniLM it chose 0.46 for both
+and never over a sure search: on dev 14 of 32 matched, 1 wrongly, no unanswerable one, no
+direct question taken over; on guides 13, 2, 3 and none. For multilingual-e5, on
+danish-dev, 0.925 for all three: 2 of 32, none wrongly, none unanswerable, 2 taken over (at
+0.90, never over a sure search: 12, 2, 1, and 7 taken over; at MiniLM's 0.46 every one of
+the 30 unanswerable messages matched).
 
 A pair keeps the embedding model its vector came from; a message is matched only against
 pairs of the model that embedded it, and :meth:`LearnedPairs.refresh` embeds the others
@@ -57,19 +62,30 @@ def scope_key(folders: Sequence[str] | None) -> str:
 
 @dataclass(frozen=True)
 class MatchConfig:
-    alone: float  # cosine of two messages that match whatever search says
+    alone: float  # cosine of two messages that match whatever search says, when search is unsure
     with_passage: float  # ... that match when the confirmed passage is also the best hit (= alone: off)
+    over_sure: float  # ... that match when search is sure on its own of another passage (> 1: never)
 
     @classmethod
     def measured(cls, model: str, alone: float | None = None, with_passage: float | None = None) -> MatchConfig:
         """The thresholds ``python -m bench.matching`` chose for the embedding model ``model``
         (MiniLM's for a model it has not measured), each overridden when given."""
         base = MEASURED.get(model, MEASURED["minilm"])
-        return cls(base.alone if alone is None else alone, base.with_passage if with_passage is None else with_passage)
+        return replace(
+            base,
+            alone=base.alone if alone is None else alone,
+            with_passage=base.with_passage if with_passage is None else with_passage,
+        )
 
+    @property
+    def lowest(self) -> float:
+        return min(self.alone, self.with_passage, self.over_sure)
+
+
+NEVER = 2.0  # above any cosine
 
 # Chosen by ``python -m bench.matching`` on the development corpora each model serves.
-MEASURED = {"minilm": MatchConfig(0.46, 0.46), "multilingual-e5": MatchConfig(0.90, 0.90)}
+MEASURED = {"minilm": MatchConfig(0.46, 0.46, NEVER), "multilingual-e5": MatchConfig(0.925, 0.925, 0.925)}
 
 
 @dataclass(frozen=True)
@@ -232,8 +248,12 @@ class LearnedPairs:
         folders: Sequence[str] | None,
         snapshot: Snapshot,
         best_hit: Chunk | None,
+        sure: bool = False,
     ) -> Match | None:
-        """The confirmed pair in this scope the message reads most like, if it matches at all."""
+        """The confirmed pair in this scope the message reads most like, if it matches at all.
+        ``sure``: search would answer on its own, from ``best_hit``; then a pair of another
+        passage must read like the message more closely (``over_sure``): two needs on one topic
+        read alike, and a confident answer is not to be taken over by another need's passage."""
         scope = scope_key(folders)
         mine = [p for p in self.all() if p.scope == scope and p.model == self.model and len(p.vector) == len(vector)]
         if not mine:
@@ -241,13 +261,13 @@ class LearnedPairs:
         cos = np.stack([p.vector for p in mine]) @ np.asarray(vector, dtype=np.float32)
         for j in np.argsort(-cos):
             p, c = mine[int(j)], float(cos[int(j)])
-            if c < self.cfg.with_passage:
+            if c < self.cfg.lowest:
                 return None
             where = holder(snapshot, p.path, p.start, p.end)
             if where is None or not _still_there(snapshot.chunks[where], p):
                 continue  # not in this index (now): the next sync retires it
             top = best_hit is not None and best_hit.id == snapshot.chunks[where].id
-            if c >= self.cfg.alone or top:
+            if c >= (self.cfg.with_passage if top else self.cfg.over_sure if sure else self.cfg.alone):
                 return Match(p, where, c)
         return None
 

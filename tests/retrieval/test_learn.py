@@ -91,6 +91,25 @@ def test_an_unrelated_message_does_not_match(drive: tuple[Engine, Path, LearnedP
     assert a.learned is None and not a.answered
 
 
+def test_a_pair_never_takes_over_a_sure_search_of_another_passage_unless_told(
+    drive: tuple[Engine, Path, LearnedPairs], embedder: SentenceTransformerEmbedder
+) -> None:
+    """Two needs on one topic read alike: a question the gate would answer from its own best
+    passage is not answered from a pair of another passage (measured: bench.matching)."""
+    engine, _, pairs = drive
+    _confirm_the_ack_pointer(_service(engine, pairs, NeverCalledModel()), None)
+    snap = engine.searcher().snapshot
+    (pair,) = pairs.all()
+    confirmed = next(c for c in snap.chunks if c.path == pair.path and c.start <= pair.start < c.end)
+    other = next(c for c in snap.chunks if c.id != confirmed.id)
+    v = embedder.embed_queries([LATER])[0]
+    assert pairs.match(v, None, snap, other, sure=False) is not None  # search unsure: the pair answers
+    assert pairs.match(v, None, snap, other, sure=True) is None  # search sure of another passage
+    assert pairs.match(v, None, snap, confirmed, sure=True) is not None  # ... or of the confirmed one
+    pairs.cfg = MatchConfig(pairs.cfg.alone, pairs.cfg.with_passage, over_sure=pairs.cfg.alone)
+    assert pairs.match(v, None, snap, other, sure=True) is not None
+
+
 def test_a_pair_follows_its_words_when_an_edit_moves_them_and_retires_when_they_are_gone(
     drive: tuple[Engine, Path, LearnedPairs],
 ) -> None:
@@ -147,7 +166,7 @@ def test_a_pair_another_embedding_model_embedded_matches_only_once_embedded_agai
     assert MatchConfig.measured("multilingual-e5").alone > 0.85 > MatchConfig.measured("minilm").alone
     records = SqliteRecords(tmp_path / "data" / "records.sqlite3", "learned")
     # The drive changed model (here the same vectors stand in for the other model's).
-    other = LearnedPairs(records, MatchConfig(0.5, 0.5), model="multilingual-e5")
+    other = LearnedPairs(records, MatchConfig(0.5, 0.5, 0.5), model="multilingual-e5")
     a = _service(engine, other, NeverCalledModel()).answer(LATER, folders=["ops"])
     assert a.outcome is Outcome.POINTED and a.learned is None  # never compared across models
     assert other.refresh(embedder.embed_queries) == 1 and other.refresh(embedder.embed_queries) == 0
