@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -69,6 +70,34 @@ class Engine:
         """A read-only root filesystem with nothing writable but the volumes (podman adds
         writable tmpfs mounts on /tmp and /run by default; docker adds none)."""
         return ["--read-only", "--read-only-tmpfs=false"] if self.podman else ["--read-only"]
+
+
+_PROCESSES = (65536, 16384, 4096)  # tried in turn: the highest this host lets a container have
+
+
+def fit_rlimits(engine: str, image: str, scratch: Path) -> str | None:
+    """Let podman start containers on a host that is itself a container.
+
+    podman, run as root, raises each container's open-files and processes limits to
+    1048576; where the host may not grant that, every ``podman run`` fails ("error setting
+    rlimit"). Then this run and its children (podman-compose too) read a containers.conf
+    in ``scratch`` (``CONTAINERS_CONF``) that keeps the host's open-files limit and the
+    highest processes limit a probe container accepts. Returns what it set, or None when
+    nothing needed to change (docker, or podman that can)."""
+    if Path(engine).name != "podman" or "CONTAINERS_CONF" in os.environ:
+        return None
+    probe = [engine, "run", "--rm", "--network=none", "--entrypoint", "/bin/true", image]
+    if "rlimit" not in subprocess.run(probe, capture_output=True, text=True, check=False).stderr:
+        return None
+    conf = scratch / "containers.conf"
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    for n in _PROCESSES:
+        conf.write_text(f'[containers]\ndefault_ulimits = ["nofile={files}:{files}", "nproc={n}:{n}"]\n')
+        env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+        if subprocess.run(probe, capture_output=True, text=True, check=False, env=env).returncode == 0:
+            os.environ["CONTAINERS_CONF"] = str(conf)  # this harness's run and its children only
+            return f"open files {files}, processes {n}"
+    raise AssertionError(f"podman cannot set a container's rlimits here, even with {conf}: {conf.read_text()}")
 
 
 def step(name: str, figure: str) -> None:
@@ -288,6 +317,9 @@ def main(image: str, engine: str | None, docs: Path) -> None:
     step("image size; its user", f"{int(size) / 1e9:.2f} GB; uid {user}")
     with tempfile.TemporaryDirectory(prefix="footnote-image-") as tmp:
         root = Path(tmp)
+        fitted = fit_rlimits(eng.path, image, root)
+        if fitted:
+            step("podman may not raise rlimits here: containers.conf keeps", fitted)
         drive = root / "docs"
         shutil.copytree(docs, drive)
         os.chmod(root, 0o755)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import click
 
-from testkit.image_test import _cpu, _status, _wait, finals_in, step
+from testkit.image_test import _cpu, _status, _wait, finals_in, fit_rlimits, step
 from testkit.servers import ROOT, free_port
 from testkit.slack import FakeSlack, HeldModel, post_mention
 
@@ -216,6 +216,9 @@ def main(base: str, network_on: bool) -> None:
     project = f"footnote-stack-{os.getpid()}"
     with tempfile.TemporaryDirectory(prefix="footnote-stack-") as tmp:
         root = Path(tmp)
+        fitted = fit_rlimits(_compose_engine(), base, root)
+        if fitted:
+            step("podman may not raise rlimits here: containers.conf keeps", fitted)
         shutil.copytree(ROOT / "examples" / "docs", root / "docs")
         port = free_port()
         env = {
