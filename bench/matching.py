@@ -29,7 +29,6 @@ Figures only, no pass/fail; run from a checkout with the project's venv.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,11 +37,11 @@ from pathlib import Path
 import click
 import numpy as np
 
+from bench.drive import indexed
 from bot.builder import Builder
-from config.settings import load_settings
-from retrieval.evaluation import CachingEmbedder, normalise
+from retrieval.evaluation import normalise
 from retrieval.learn import NEVER, LearnedPairs, MatchConfig
-from retrieval.models import cpu_info, seed_models
+from retrieval.models import cpu_info
 from retrieval.search import Verdict, decide
 
 ALONE = [round(0.40 + 0.005 * i, 3) for i in range(111)]  # 0.400 … 0.950
@@ -80,17 +79,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _corpus(folder: Path, progress: bool) -> tuple[str, Builder, LearnedPairs, dict[str, str], list[Probe]]:
+def _corpus(folder: Path) -> tuple[str, Builder, LearnedPairs, dict[str, str], list[Probe]]:
     """Index ``folder``, confirm each direct question's needle passage, and the chatty probes."""
-    live = load_settings()
-    tmp = Path(tempfile.mkdtemp(prefix="footnote-matching-"))
-    seed_models(live.data_dir / "models", tmp / "models")
-    s = live.model_copy(update={"docs_dir": folder / "docs", "data_dir": tmp, "chroma_url": None})
-    plain = Builder(s)
-    b = Builder(s, CachingEmbedder(plain.embedder, live.data_dir / "eval-cache"))
-    b.embedding_in_use = plain.embedding_in_use  # the model the cache wraps
-    b.engine.sync(progress=progress)
-    b.calibrator.ensure()  # the gate as the product's after a sync: calibrated on this drive
+    b = indexed(folder)  # the gate as the product's after a sync: calibrated on this drive
     pairs = b.learned  # where the answer service keeps what it confirms
     owner: dict[str, str] = {}  # pair id -> the direct question's id
     questions = _rows(folder / "questions.jsonl")
@@ -103,7 +94,7 @@ def _corpus(folder: Path, progress: bool) -> tuple[str, Builder, LearnedPairs, d
             pair = b.answers.confirm(q["question"], shown, None, "bench", "replay")
             if pair is not None:
                 owner[pair.id] = q["id"]
-    return plain.embedding_in_use or "minilm", b, pairs, owner, _probes(b, folder, questions, owner)
+    return b.embedding_in_use or "minilm", b, pairs, owner, _probes(b, folder, questions, owner)
 
 
 def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: dict[str, str]) -> list[Probe]:
@@ -158,7 +149,7 @@ def _count(b: Builder, pairs: LearnedPairs, owner: dict[str, str], probes: Seque
     "--max-taken", default=3, show_default=True, help="Most direct questions another's pair may take over, per corpus."
 )
 def main(corpora: tuple[Path, ...], max_ood: int, max_taken: int) -> None:
-    runs = [(c.name, *_corpus(c, progress=False)) for c in corpora]
+    runs = [(c.name, *_corpus(c)) for c in corpora]
     for name, model, _, _, owner, probes in runs:
         kinds = Counter((p.kind, p.twin is not None) for p in probes)
         click.echo(

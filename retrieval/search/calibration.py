@@ -10,15 +10,16 @@ out-of-domain probes from a shipped list of generic questions
 into questions it cannot answer. Every probe goes through the real search and
 gate, which has two thresholds (``gate``):
 
-- the **assert** threshold, below which Footnote answers: no looser than the median
-  in-domain probe (a question must sit at least as close to the drive as half of the
-  drive's own half-masked sentences do), and no looser than lets more than the target
+- the **assert** threshold, below which Footnote answers: no looser than a quantile of the
+  in-domain probes, measured per language (:data:`ASSERT_QUANTILE`; on an English drive a
+  question must sit at least as close to the drive as 55 % of the drive's own half-masked
+  sentences do), and no looser than lets more than the target
   share of either kind of out-of-domain probe through;
 - the **point** threshold, beyond which nothing is close and the question is refused: as
   far out as the nearest tenth of the generic off-topic probes (passports, paella). Between
   the two, Footnote shows the closest passages and says it is not sure.
 
-Why the median: unanswerable questions about a drive's own topics (the hard kind) score
+Why so strict: unanswerable questions about a drive's own topics (the hard kind) score
 like its answerable ones, and no probe made without labels imitates them well (measured
 on dev and guides, docs/measurements.md "Three outcomes"); a strict assert threshold costs
 little once the questions it does not pass are pointed rather than refused.
@@ -58,7 +59,7 @@ from retrieval.types import Chunk
 
 log = logging.getLogger("footnote.calibrate")
 
-VERSION = 3  # bump when probes or the choice rule change: old caches are then recomputed
+VERSION = 4  # bump when probes or the choice rule change: old caches are then recomputed
 FORMULA = 3  # bump when the gate signal's formula changes: old thresholds then stop serving at once
 PROBE_KINDS = ("sentence", "masked", "keywords", "question")
 
@@ -96,13 +97,21 @@ _NEAR_FRAMES_DA = (
 _NEAR_FRAMES = {"en": _NEAR_FRAMES_EN, "da": _NEAR_FRAMES_DA}
 
 
+# The assert threshold is no looser than this quantile of the in-domain probes' signals, per
+# language of the drive (``Languages.main``). Chosen by ``python -m bench.outcomes`` on the
+# development corpora: the quantile answering the most questions with the needle in their
+# passages while answering at most 3 of 30 unanswerable questions of each style, on each
+# corpus (the stricter on a tie). English, dev and guides: 0.55 (0.60 answered 4 direct
+# unanswerable ones on guides). Danish, danish-dev: 0.80 (its probes sit closer to the drive
+# than its questions do: at the median 14 of 32 direct questions were answered, at 0.80 24,
+# with 1 unanswerable direct question answered and no chatty one).
+ASSERT_QUANTILE = {"en": 0.55, "da": 0.80}
+
+
 @dataclass(frozen=True)
 class CalibrationConfig:
     target_bluff: float = 0.05  # share of out-of-domain probes the assert threshold may let through
-    # The assert threshold is no looser than this quantile of the in-domain probes' signals.
-    # Chosen by `python -m bench.outcomes` on dev and guides (both styles): the median let
-    # 0-2 of 30 unanswerable questions of either style be answered on both corpora.
-    assert_quantile: float = 0.5
+    assert_quantile: float | None = None  # None: ASSERT_QUANTILE for the drive's language
     # The point threshold: this quantile of the generic off-topic probes' signals.
     point_quantile: float = 0.10
     coverage_weight: float = 0.5
@@ -143,7 +152,7 @@ class Calibration:
     n_ood: int
     n_near: int
     near_bluff: float  # of which: near-domain probes answered
-    rule: str  # which cut chose the assert threshold: "median in-domain probe" or "bluff target"
+    rule: str  # which cut chose the assert threshold: "0.55 quantile of the in-domain probes" or "bluff target"
     sweep: list[SweepPoint]
     seconds: float
     computed_at: float
@@ -297,6 +306,7 @@ class Probed:
     generic: list[Facts | None]
     near: list[Facts | None]
     seconds: float
+    language: str = "en"  # the drive's (``Languages.main``): which ASSERT_QUANTILE applies
 
 
 def facts_of(result: SearchResult) -> Facts | None:
@@ -375,7 +385,7 @@ def probe(
     cfg_probes = replace(searcher.cfg, fusion="dense", nearest_sentence=nearest)
     s = Searcher(searcher.snapshot, prepared, cfg_probes, None, searcher.languages)
     inside, gen, near = (facts_for(s, g, stop) for g in groups)
-    return Probed(inside, gen, near, time.perf_counter() - t0)
+    return Probed(inside, gen, near, time.perf_counter() - t0, Languages.main(snap))
 
 
 def choose_threshold(ood: Sequence[float], target: float, fallback: float) -> float:
@@ -464,11 +474,19 @@ def quantile_cut(values: Sequence[float], q: float) -> float | None:
     return round((s[k] + min(nxt, s[k] + 0.05)) / 2, 4)
 
 
+def assert_quantile(cfg: CalibrationConfig, language: str) -> float:
+    """The configured quantile, else the one measured for the drive's language (English's for another)."""
+    return (
+        cfg.assert_quantile if cfg.assert_quantile is not None else ASSERT_QUANTILE.get(language, ASSERT_QUANTILE["en"])
+    )
+
+
 def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: int = 0) -> Calibration:
     """The assert and point thresholds from probes already searched.
 
     Assert: the stricter of two cuts. The typical cut: the ``assert_quantile`` of the
-    in-domain probes (the median: as close to the drive as half its own probes). The bluff
+    in-domain probes (0.55 on an English drive: as close to the drive as 55 % of its own
+    probes). The bluff
     cut: generic and near-domain probes each held to the target (a pooled rate would let the
     harder kind through); the synthetic ones are easier to refuse than real questions, so
     on dev and guides it never binds, but on a drive whose generic probes read like it, it does.
@@ -479,9 +497,10 @@ def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: in
     s_ood = s_gen + s_near
     cuts = [choose_threshold(s, cfg.target_bluff, cfg.fallback) for s in (s_gen, s_near) if s]
     bluff_cut = min(cuts) if s_in and cuts else cfg.fallback
-    typical = quantile_cut(s_in, cfg.assert_quantile)
+    typical = quantile_cut(s_in, assert_quantile(cfg, probed.language))
     threshold = bluff_cut if typical is None or not cuts else min(bluff_cut, typical)
-    rule = "median in-domain probe" if typical is not None and cuts and typical <= bluff_cut else "bluff target"
+    quantile = f"{assert_quantile(cfg, probed.language):.2f} quantile of the in-domain probes"
+    rule = quantile if typical is not None and cuts and typical <= bluff_cut else "bluff target"
     generic_cut = quantile_cut(s_gen, cfg.point_quantile) if s_in else None
     point = max(threshold, generic_cut if generic_cut is not None else cfg.point_fallback)
     finite = {

@@ -336,12 +336,19 @@ def test_probes_scan_sentences_only_when_the_weights_read_them(handbook: Engine)
     assert weighted.in_domain == scanned.in_domain  # a weight that reads it scans by itself
 
 
-def test_the_assert_threshold_is_the_median_probe_unless_the_off_topic_probes_read_like_the_corpus() -> None:
+def test_the_assert_threshold_is_a_quantile_of_the_probes_unless_the_off_topic_probes_read_like_the_corpus() -> None:
     inside = [(0.30 + 0.005 * i, 0.3, 1.0) for i in range(100)]  # signals 0.30 .. 0.795
     generic = [(1.0 + 0.005 * i, 1.0, 1.0) for i in range(100)]  # 1.0 .. 1.495
     far = [(0.9 + 0.005 * i, 0.9, 1.0) for i in range(100)]
-    c = cal_mod.choose(cal_mod.Probed(inside, generic, far, 0.0), CalibrationConfig())  # type: ignore[arg-type]
-    assert c.rule == "median in-domain probe" and 0.545 <= c.threshold <= 0.55  # half the corpus's probes
+    english, danish = (cal_mod.Probed(inside, generic, far, 0.0, lang) for lang in ("en", "da"))  # type: ignore[arg-type]
+    c = cal_mod.choose(english, CalibrationConfig())
+    assert c.rule == "0.55 quantile of the in-domain probes" and 0.57 <= c.threshold <= 0.575  # as measured for English
+    d = cal_mod.choose(danish, CalibrationConfig())
+    assert d.rule == "0.80 quantile of the in-domain probes" and 0.695 <= d.threshold <= 0.70  # ... for Danish
+    c = cal_mod.choose(english, CalibrationConfig(assert_quantile=0.5))
+    assert (
+        c.rule == "0.50 quantile of the in-domain probes" and 0.545 <= c.threshold <= 0.55
+    )  # half the corpus's probes
     assert c.est_refused == 0.5 and c.est_in_refused == 0.0 and c.est_bluff == 0.0
     assert 1.045 <= c.point_threshold <= 1.05  # the nearest tenth of the generic off-topic probes
     assert c.est_generic_pointed == 0.1
