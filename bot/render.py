@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.health import Health
 from bot.i18n import N_, say
-from retrieval.answer import BROADCAST, DOCS_SAY, EXCERPT_CHARS, Answer, Citation
+from retrieval.answer import BROADCAST, DOCS_SAY, EXCERPT_CHARS, POINTER_CHARS, Answer, Citation
 
 REFUSAL_HEADLINE = N_("I couldn't find this in the docs.")
 NOT_AN_ANSWER = N_("This is not an answer.")
@@ -129,7 +129,7 @@ def answer_text(a: Answer) -> str:
         lines = [f"{say(lang, POINTER_HEADLINE)} {say(lang, POINTER_INTRO)}"]
         for c in a.pointers:
             lines.append(f"[{c.n}] {_label(c)}  {c.url}")
-            lines.append(f"    “{shorten(c.quote, EXCERPT_CHARS)}”")
+            lines.append(f"    “{shorten(c.quote, POINTER_CHARS)}”")
         return "\n".join(lines)
     lines = [answer_words(a), ""]
     if a.learned:
@@ -224,7 +224,7 @@ def pointer_blocks(a: Answer, feedback_id: str | None) -> list[dict[str, Any]]:
     lang = a.language
     blocks = [_section(f":mag: *{say(lang, POINTER_HEADLINE)}* {say(lang, POINTER_INTRO)}")]
     for c in a.pointers:
-        block = _section(f"[{c.n}] {_link(c.url, _label(c))}\n> {_excerpt(c)}")
+        block = _section(f"[{c.n}] {_link(c.url, _label(c))}\n> {_excerpt(c, POINTER_CHARS)}")
         if feedback_id:
             block["accessory"] = _button(say(lang, CONFIRM_BUTTON), "pointer_confirm", f"{feedback_id}#{c.n}")
         blocks.append(block)
@@ -234,11 +234,11 @@ def pointer_blocks(a: Answer, feedback_id: str | None) -> list[dict[str, Any]]:
     return blocks
 
 
-def _excerpt(c: Citation) -> str:
+def _excerpt(c: Citation, limit: int = EXCERPT_CHARS) -> str:
     """An excerpt on one line, the sentence it is about (a pointer's best, a citation's
-    evidence) in bold (Slack mrkdwn), escaped."""
+    evidence) in bold (Slack mrkdwn), escaped; one without a best sentence within ``limit``."""
     if c.best is None or not c.start <= c.best[0] < c.best[1] <= c.end:
-        return escape(shorten(c.quote, EXCERPT_CHARS))
+        return escape(shorten(c.quote, limit))
     a, b = c.best[0] - c.start, c.best[1] - c.start
     parts = [" ".join(x.split()) for x in (c.quote[:a], c.quote[a:b], c.quote[b:])]
     bold = f"*{escape(parts[1])}*" if parts[1] else ""

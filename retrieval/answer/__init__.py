@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from retrieval.answer.citations import BROADCAST, Citation, Linker, find_passage, locator_for, neutralise
 from retrieval.answer.links import LinkSigner, SignLink, VerifyLink, load_secret
-from retrieval.answer.pointers import EXCERPT_CHARS, point_at
+from retrieval.answer.pointers import EXCERPT_CHARS, POINTER_CHARS, point_at
 from retrieval.answer.probe import ANSWER_PROBE
 from retrieval.answer.rewrite import Rewrite, Rewriter, widen
 from retrieval.answer.service import DOCS_SAY, Answer, AnswerCheck, AnswerService, Outcome, Quoted
@@ -23,6 +23,7 @@ __all__ = [
     "BROADCAST",
     "DOCS_SAY",
     "EXCERPT_CHARS",
+    "POINTER_CHARS",
     "Answer",
     "AnswerCheck",
     "AnswerService",

@@ -5,15 +5,17 @@ Pointers are the closest passages, shown when Footnote is not sure the docs answ
 No model is called. Each pointer is one passage's most relevant sentence (the answer's own
 sentence ranker, :func:`retrieval.answer.evidence.relevance`) with the sentences around it,
 quoted exactly with its own range and link: the neighbours join, the more relevant first,
-while the excerpt stays within ``EXCERPT_CHARS``. The best sentence alone often is not the
-one that answers a chatty message, and a reader takes in a few lines at a glance: measured
-on dev and guides (docs/measurements.md, "Three outcomes"), 400 characters put the needle in
-front of the reader for 21 and 15 of 32 chatty messages, against 17 and 5 for the best
-sentence alone (direct questions: 31 and 32, against 27 and 26). The best sentence's own
-range is kept (``best``), so it can be shown in bold. A sentence planted for an assistant,
+while the excerpt stays within ``POINTER_CHARS``, which nearly always is the whole passage.
+The best sentence alone often is not the one that answers a chatty message: measured on dev
+and guides (docs/measurements.md, "Three outcomes"), the best sentence put the needle in
+front of the reader for 17 and 5 of 32 chatty messages, 400 characters around it for 21 and
+15, the whole passage for 21 and 18 (direct questions: 27 and 26, 31 and 32, 31 and 32). A
+pointer says it is not an answer; what it owes the reader is the passage, with the best
+sentence's own range kept (``best``), so it can be shown in bold. A sentence planted for an assistant,
 a heading or a question is never a pointer's best sentence, and planted text never joins.
 
-An answer's citation is quoted the same way around the sentence it cites (:func:`in_context`):
+An answer's citation is quoted the same way around the sentence it cites (:func:`in_context`),
+within ``EXCERPT_CHARS``:
 the 0.5B often cites the sentence that repeats the question ("It might be useful to test your
 policies before letting them loose") rather than the next one, which answers it ("To do this,
 use the Content-Security-Policy-Report-Only header"). The support check still reads the cited
@@ -33,7 +35,8 @@ from retrieval.ingest import is_planted
 from retrieval.types import Hit
 
 POINTERS = 3
-EXCERPT_CHARS = 400
+EXCERPT_CHARS = 400  # a citation's excerpt
+POINTER_CHARS = 600  # a pointer's: its passage, nearly always whole
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,13 @@ class Excerpt:
 
 
 def excerpt(
-    sentences: Sequence[SourceSentence], best: SourceSentence, query: np.ndarray | None, idf: dict[str, float]
+    sentences: Sequence[SourceSentence],
+    best: SourceSentence,
+    query: np.ndarray | None,
+    idf: dict[str, float],
+    limit: int = EXCERPT_CHARS,
 ) -> Excerpt:
-    """``best`` and its neighbours, the more relevant side first, within ``EXCERPT_CHARS``."""
+    """``best`` and its neighbours, the more relevant side first, within ``limit`` characters."""
     i = next(k for k, s in enumerate(sentences) if s.start == best.start and s.end == best.end)
     lo = hi = i
     a, b = best.start, best.end
@@ -56,7 +63,7 @@ def excerpt(
         grown = False
         for k in sorted(sides, key=lambda k: -relevance(sentences[k], query, idf)):
             na, nb = min(a, sentences[k].start), max(b, sentences[k].end)
-            if nb - na <= EXCERPT_CHARS:
+            if nb - na <= limit:
                 a, b, lo, hi, grown = na, nb, min(lo, k), max(hi, k), True
                 break
         if not grown:
@@ -83,7 +90,7 @@ def point_at(
         if not best:
             continue  # nothing but planted text
         full = next(s for s in sentences if s.start == best[0].start)
-        ex = excerpt(sentences, full, query, idf)
+        ex = excerpt(sentences, full, query, idf, POINTER_CHARS)
         if (hit.chunk.path, ex.start, ex.end) in seen:
             continue
         seen.add((hit.chunk.path, ex.start, ex.end))
