@@ -62,6 +62,26 @@ def _compose_engine() -> str:
     return "podman" if _compose()[0] == "podman-compose" else "docker"
 
 
+CNI_DIRS = ("/usr/lib/cni", "/usr/libexec/cni", "/opt/cni/bin")
+
+
+def _names_resolve(engine: str) -> None:
+    """The replicas reach "chroma" and "llm" by name: podman's CNI networks resolve names
+    only with the dnsname plugin, a package of its own that podman does not pull in (Debian 12:
+    golang-github-containernetworking-plugin-dnsname); without it every replica would wait
+    on "chroma" until the test timed out."""
+    if engine != "podman":
+        return
+    backend = subprocess.run(
+        [engine, "info", "--format", "{{.Host.NetworkBackend}}"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if backend == "cni" and not any((Path(d) / "dnsname").exists() for d in CNI_DIRS):
+        raise click.ClickException(
+            "podman's CNI networks here resolve no container names (no dnsname plugin in "
+            f"{', '.join(CNI_DIRS)}): apt-get install golang-github-containernetworking-plugin-dnsname"
+        )
+
+
 class Stack:
     def __init__(self, project: str, env: dict[str, str], files: list[Path]) -> None:
         self.cmd = [*_compose(), "-p", project, *[x for f in files for x in ("-f", str(f))]]
@@ -213,6 +233,7 @@ def _cut_off(off: NetworkOff | None, stack: Stack, project: str) -> None:
 )
 def main(base: str, network_on: bool) -> None:
     click.echo(f"stack-test: compose.yaml with {_compose()[0]} on {_cpu()}")
+    _names_resolve(_compose_engine())
     project = f"footnote-stack-{os.getpid()}"
     with tempfile.TemporaryDirectory(prefix="footnote-stack-") as tmp:
         root = Path(tmp)
