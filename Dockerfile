@@ -29,15 +29,22 @@ RUN set -eu; \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY scripts/install.sh scripts/install.sh
-COPY bot bot
-COPY retrieval retrieval
-COPY config config
 ENV PY=python3.11
+# The dependencies first, in a layer of their own (llama.cpp compiles here, for minutes): a
+# change to Footnote's code rebuilds only the layer after it.
 RUN set -eu; \
     [ -n "$PIP_CERT" ] || unset PIP_CERT; \
     [ -n "$PIP_FIND_LINKS" ] || unset PIP_FIND_LINKS; \
     [ -n "$TORCH_INDEX" ] || unset TORCH_INDEX; \
-    PIP_NO_CACHE_DIR=1 scripts/install.sh /opt/venv
+    PIP_NO_CACHE_DIR=1 scripts/install.sh /opt/venv "" deps
+COPY bot bot
+COPY retrieval retrieval
+COPY config config
+RUN set -eu; \
+    [ -n "$PIP_CERT" ] || unset PIP_CERT; \
+    [ -n "$PIP_FIND_LINKS" ] || unset PIP_FIND_LINKS; \
+    unset TORCH_INDEX; \
+    PIP_NO_CACHE_DIR=1 scripts/install.sh /opt/venv "" app
 
 # Runtime stage: no compilers, a non-root user, offline from the first start. Only the data
 # volume need be writable (`--read-only`): temporary files (SQLite's, the model trials') go

@@ -2,7 +2,11 @@
 # Install Footnote into a virtualenv. The one install path: `make install` (and so CI)
 # and the Dockerfile's builder stage both run this script.
 #
-#   scripts/install.sh VENV [EXTRAS] [editable]
+#   scripts/install.sh VENV [EXTRAS] [editable|deps|app]
+#
+# deps: only the dependencies pyproject.toml names (no code of Footnote's needed yet); app:
+# only Footnote itself, into a venv that has them. The Dockerfile runs the two in layers of
+# their own, so a change to Footnote's code does not compile llama.cpp again.
 #
 # PY            the Python 3.11 to build the venv from (default python3.11)
 # TORCH_INDEX   optional index for a CPU-only torch wheel (the Docker build sets it;
@@ -27,9 +31,15 @@ if [ -n "${TORCH_INDEX:-}" ]; then
 fi
 TARGET="."
 [ -n "$EXTRAS" ] && TARGET=".[$EXTRAS]"
-if [ "$MODE" = "editable" ]; then
-  "$VENV/bin/pip" install -e "$TARGET"
-else
-  "$VENV/bin/pip" install "$TARGET"
-fi
+case "$MODE" in
+  editable) "$VENV/bin/pip" install -e "$TARGET" ;;
+  deps)
+    # pyproject.toml's [project] dependencies, read with the standard library's TOML reader.
+    "$VENV/bin/python" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' >"$VENV/footnote-deps.txt"
+    "$VENV/bin/pip" install -r "$VENV/footnote-deps.txt"
+    rm -f "$VENV/footnote-deps.txt"
+    exit 0 ;;
+  app) "$VENV/bin/pip" install --no-deps "$TARGET" ;;
+  *) "$VENV/bin/pip" install "$TARGET" ;;
+esac
 "$VENV/bin/footnote" --help >/dev/null
