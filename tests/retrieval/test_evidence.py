@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.answer.evidence import SourceSentence, most_relevant, sources_block
+from retrieval.answer.evidence import SourceSentence, most_relevant, question_weights, sources_block
 from retrieval.types import Chunk, Hit
 
 Q = np.asarray([1.0, 0.0], dtype=np.float32)
@@ -61,3 +61,18 @@ def test_a_question_the_source_asks_is_never_offered_as_evidence() -> None:
     ]
     assert [s.text for s in most_relevant(sents, Q, keep=3, question_idf={"iterations": 1.0})] == [sents[2].text]
     assert len(most_relevant(sents[:2], Q, keep=2)) == 2  # only questions: still something to read
+
+
+def test_a_question_word_never_makes_a_sentence_relevant_in_either_language() -> None:
+    """Documentation rarely writes "hvad": its idf is high, and a navigation sentence quoting
+    "Fortæl mig, hvad du vil foretage dig" outranked the definition that answers."""
+    idf = {"hvad": 2.4, "what": 0.3, "bilag": 1.7, "voucher": 1.5}
+    assert question_weights("Hvad er et bilag?", idf) == {"bilag": 1.7}
+    assert question_weights("What is a voucher?", idf) == {"voucher": 1.5}
+    sents = [
+        _sentence(1, "Vælg ikonet, angiv Fortæl mig, hvad du vil foretage dig, og vælg derefter linket."),
+        _sentence(2, "Et bilag er et dokument, der understøtter en finansiel transaktion."),
+    ]
+    # The same cosine for both: the words decide (the definition holds "bilag", the other only "hvad").
+    ranked = most_relevant(sents, Q, keep=2, question_idf=question_weights("Hvad er et bilag?", idf))
+    assert ranked[0].text.startswith("Et bilag er")
