@@ -18,7 +18,11 @@ from the same probes and every question gets the gate's verdict, per style:
 The chosen quantile, per language of the drives (``Languages.main``), is among those that
 answer at most ``--max-answered`` unanswerable questions of each style on every corpus
 of that language, the one answering the most with the needle (the stricter on a tie):
-``retrieval.search.calibration.ASSERT_QUANTILE``. These are the development
+``retrieval.search.calibration.ASSERT_QUANTILE``. With it, the point threshold's quantile of
+the generic off-topic probes is swept as well: per style, answerable questions pointed at
+with the needle in a pointer's passage, refused ones (dead ends), and unanswerable ones
+refused; the chosen is the strictest that refuses at most ``--max-dead-ends`` answerable
+questions of each style on each corpus (``POINT_QUANTILE``). These are the development
 corpora (dev and guides in English, danish-dev in Danish); the corpora scored independently
 check the choice. No language model is called. Figures only, no pass/fail; run from a
 checkout with the project's venv.
@@ -34,6 +38,7 @@ import click
 
 from bench.drive import indexed
 from bot.builder import Builder
+from retrieval.answer.pointers import POINTERS
 from retrieval.evaluation import normalise
 from retrieval.models import cpu_info
 from retrieval.search import gate_signal
@@ -41,6 +46,7 @@ from retrieval.search.calibration import Probed, choose, probe
 from retrieval.search.languages import Languages
 
 GRID = [round(0.30 + 0.05 * i, 2) for i in range(13)]  # 0.30 … 0.90
+POINT_GRID = [round(0.05 * i, 2) for i in range(1, 7)]  # 0.05 … 0.30
 STYLES = ("course", "ticket")
 
 
@@ -50,6 +56,7 @@ class Asked:
     answerable: bool
     score: float  # the gate signal of its own search
     found: bool  # the needle is in one of the passages an answer is written from
+    pointable: bool  # ... in one of the passages a pointer would show
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,8 @@ def _corpus(folder: Path) -> Corpus:
         r = searcher.search(q["question"], k=20)
         want = normalise(q["needle"]) if answerable else ""
         found = answerable and any(want in normalise(h.chunk.content) for h in r.hits[: b.settings.max_sources])
-        asked.append(Asked(style, answerable, gate_signal(r, gate), found))
+        pointable = answerable and any(want in normalise(h.chunk.content) for h in r.hits[:POINTERS])
+        asked.append(Asked(style, answerable, gate_signal(r, gate), found, pointable))
     return Corpus(folder.name, Languages.main(searcher.snapshot), probed, b, asked)
 
 
@@ -112,15 +120,68 @@ def _tally(c: Corpus, quantile: float) -> dict[str, Tally]:
     return out
 
 
+@dataclass
+class Ends:
+    shown: int = 0  # answerable, pointed at with the needle in a pointer's passage
+    dead: int = 0  # answerable, refused
+    refused: int = 0  # unanswerable, refused
+    n_ood: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.shown}/{self.dead} {self.refused}/{self.n_ood}"
+
+
+def _ends(c: Corpus, point_quantile: float) -> dict[str, Ends]:
+    """With the assert quantile measured for the drive's language, where the point threshold
+    at ``point_quantile`` of the generic off-topic probes leaves each question."""
+    cal = choose(c.probed, replace(c.builder.calibration_config(), point_quantile=point_quantile))
+    assert_at, point = cal.thresholds
+    out = {style: Ends() for style in STYLES}
+    for a in c.asked:
+        t = out[a.style]
+        if not a.answerable:
+            t.n_ood += 1
+            t.refused += a.score > point
+        elif a.score > point:
+            t.dead += 1
+        elif a.score > assert_at:
+            t.shown += a.pointable
+    return out
+
+
+def _points(language: str, mine: list[Corpus], max_dead: int) -> None:
+    click.echo(
+        f"\n{language}, the point threshold (cells: per style, answerable pointed at with the needle in a "
+        "pointer's passage / refused, unanswerable refused)"
+    )
+    click.echo("quantile  " + "  ".join(f"{r.name + ' ' + st:>22}" for r in mine for st in STYLES))
+    ok = []
+    for q in POINT_GRID:
+        ends = [_ends(r, q) for r in mine]
+        click.echo(f"{q:8.2f}  " + "  ".join(f"{e[st]!s:>22}" for e in ends for st in STYLES))
+        if all(e[st].dead <= max_dead for e in ends for st in STYLES):
+            ok.append(q)
+    if ok:
+        click.echo(f"chosen for {language}: {min(ok):.2f} (the strictest with at most {max_dead} dead ends per style)")
+    else:
+        click.echo(f"no point quantile keeps the dead ends at or below {max_dead} per style")
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("corpora", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--max-dead-ends",
+    default=1,
+    show_default=True,
+    help="Most answerable questions of each style the point threshold may refuse, per corpus.",
+)
 @click.option(
     "--max-answered",
     default=3,
     show_default=True,
     help="Most unanswerable questions of each style the gate may answer, per corpus.",
 )
-def main(corpora: tuple[Path, ...], max_answered: int) -> None:
+def main(corpora: tuple[Path, ...], max_dead_ends: int, max_answered: int) -> None:
     runs = [_corpus(c) for c in corpora]
     click.echo(f"{cpu_info().describe()}")
     click.echo(
@@ -145,6 +206,7 @@ def main(corpora: tuple[Path, ...], max_answered: int) -> None:
             f"chosen for {language}: {best[0]:.2f} (the most answered with the needle, the stricter on a tie; "
             f"the loosest within {max_answered} unanswerable answered per style: {loosest:.2f})"
         )
+        _points(language, mine, max_dead_ends)
 
 
 if __name__ == "__main__":

@@ -166,8 +166,12 @@ class Settings(BaseSettings):
         description="Answer no looser than this share of the corpus's own probes pass (default: measured per "
         "language of the drive, 0.55 for English, 0.80 for Danish).",
     )
-    gate_point_quantile: float = Field(
-        0.10, ge=0, lt=1, description="Point at passages up to where this share of generic off-topic probes pass."
+    gate_point_quantile: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="Point at passages up to where this share of generic off-topic probes pass (default: measured "
+        "per language of the drive, 0.15 for English, 0.20 for Danish).",
     )
     gate_probes: int = Field(
         1200, ge=20, le=100_000, description="In-domain probes sampled from the corpus for calibration."

@@ -59,7 +59,7 @@ from retrieval.types import Chunk
 
 log = logging.getLogger("footnote.calibrate")
 
-VERSION = 4  # bump when probes or the choice rule change: old caches are then recomputed
+VERSION = 5  # bump when probes or the choice rule change: old caches are then recomputed
 FORMULA = 3  # bump when the gate signal's formula changes: old thresholds then stop serving at once
 PROBE_KINDS = ("sentence", "masked", "keywords", "question")
 
@@ -106,6 +106,13 @@ _NEAR_FRAMES = {"en": _NEAR_FRAMES_EN, "da": _NEAR_FRAMES_DA}
 # than its questions do: at the median 14 of 32 direct questions were answered, at 0.80 24,
 # with 1 unanswerable direct question answered and no chatty one).
 ASSERT_QUANTILE = {"en": 0.55, "da": 0.80}
+# The point threshold is this quantile of the generic off-topic probes, per language: beyond
+# it a question is refused. ``python -m bench.outcomes`` chooses the strictest that refuses
+# at most 1 answerable question of each style on each development corpus (a refusal of a
+# question the drive answers is a dead end; a pointer at an unanswerable one costs a glance).
+# English: 0.15 (at 0.10 guides refused 3 chatty messages, 2 of them with the needle in the
+# first passage); Danish: 0.20 (at 0.10, 5 chatty messages were refused).
+POINT_QUANTILE = {"en": 0.15, "da": 0.20}
 
 
 @dataclass(frozen=True)
@@ -113,7 +120,7 @@ class CalibrationConfig:
     target_bluff: float = 0.05  # share of out-of-domain probes the assert threshold may let through
     assert_quantile: float | None = None  # None: ASSERT_QUANTILE for the drive's language
     # The point threshold: this quantile of the generic off-topic probes' signals.
-    point_quantile: float = 0.10
+    point_quantile: float | None = None  # None: POINT_QUANTILE for the drive's language
     coverage_weight: float = 0.5
     sentence_weight: float = 0.0
     # Probes sampled from the corpus. The threshold is read off their hardest 5 %, so their
@@ -481,6 +488,11 @@ def assert_quantile(cfg: CalibrationConfig, language: str) -> float:
     )
 
 
+def point_quantile(cfg: CalibrationConfig, language: str) -> float:
+    """The configured quantile, else the one measured for the drive's language (English's for another)."""
+    return cfg.point_quantile if cfg.point_quantile is not None else POINT_QUANTILE.get(language, POINT_QUANTILE["en"])
+
+
 def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: int = 0) -> Calibration:
     """The assert and point thresholds from probes already searched.
 
@@ -490,7 +502,8 @@ def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: in
     cut: generic and near-domain probes each held to the target (a pooled rate would let the
     harder kind through); the synthetic ones are easier to refuse than real questions, so
     on dev and guides it never binds, but on a drive whose generic probes read like it, it does.
-    Point: the ``point_quantile`` of the generic probes, never below the assert threshold.
+    Point: the ``point_quantile`` of the generic probes (0.15 on an English drive), never
+    below the assert threshold.
     """
     w, ws = cfg.coverage_weight, cfg.sentence_weight
     s_in, s_gen, s_near = (signals_of(f, w, ws) for f in (probed.in_domain, probed.generic, probed.near))
@@ -501,7 +514,7 @@ def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: in
     threshold = bluff_cut if typical is None or not cuts else min(bluff_cut, typical)
     quantile = f"{assert_quantile(cfg, probed.language):.2f} quantile of the in-domain probes"
     rule = quantile if typical is not None and cuts and typical <= bluff_cut else "bluff target"
-    generic_cut = quantile_cut(s_gen, cfg.point_quantile) if s_in else None
+    generic_cut = quantile_cut(s_gen, point_quantile(cfg, probed.language)) if s_in else None
     point = max(threshold, generic_cut if generic_cut is not None else cfg.point_fallback)
     finite = {
         name: [round(v, 4) for v in vals if v != float("inf")]

@@ -350,8 +350,11 @@ def test_the_assert_threshold_is_a_quantile_of_the_probes_unless_the_off_topic_p
         c.rule == "0.50 quantile of the in-domain probes" and 0.545 <= c.threshold <= 0.55
     )  # half the corpus's probes
     assert c.est_refused == 0.5 and c.est_in_refused == 0.0 and c.est_bluff == 0.0
-    assert 1.045 <= c.point_threshold <= 1.05  # the nearest tenth of the generic off-topic probes
-    assert c.est_generic_pointed == 0.1
+    assert 1.07 <= c.point_threshold <= 1.075  # the nearest 15 % of the generic off-topic probes (English)
+    assert c.est_generic_pointed == 0.15
+    assert 1.095 <= d.point_threshold <= 1.10  # ... 20 % on a Danish drive
+    tenth = cal_mod.choose(english, CalibrationConfig(point_quantile=0.10))
+    assert 1.045 <= tenth.point_threshold <= 1.05 and tenth.est_generic_pointed == 0.1
     # A handbook asked "Can I expense a conference ticket?": near-domain probes that score like the
     # corpus's own hold the assert threshold to the bluff target; pointing is what that costs.
     near = [(0.32 + 0.005 * i, 0.3, 1.0) for i in range(100)]
