@@ -233,11 +233,12 @@ def _cut_off(off: NetworkOff | None, stack: Stack, project: str) -> None:
 )
 def main(base: str, network_on: bool) -> None:
     click.echo(f"stack-test: compose.yaml with {_compose()[0]} on {_cpu()}")
-    _names_resolve(_compose_engine())
+    engine = _compose_engine()
+    _names_resolve(engine)
     project = f"footnote-stack-{os.getpid()}"
     with tempfile.TemporaryDirectory(prefix="footnote-stack-") as tmp:
         root = Path(tmp)
-        fitted = fit_rlimits(_compose_engine(), base, root)
+        fitted = fit_rlimits(engine, base, root)
         if fitted:
             step("podman may not raise rlimits here: containers.conf keeps", fitted)
         shutil.copytree(ROOT / "examples" / "docs", root / "docs")
@@ -252,7 +253,7 @@ def main(base: str, network_on: bool) -> None:
         t0 = time.monotonic()
         Stack(project, env, [ROOT / "compose.yaml"])("build", "proxy")  # before the network goes off
         step("the proxy's image built (Footnote's: make image)", f"{time.monotonic() - t0:.0f} s")
-        off = None if network_on else NetworkOff(_compose_engine(), f"{project}-net")
+        off = None if network_on else NetworkOff(engine, f"{project}-net")
         with off or contextlib.nullcontext():
             _run(project, env, root, port, off)
     click.echo("stack-test: passed")

@@ -16,7 +16,8 @@ gate, which has two thresholds (``gate``):
   sentences do), and no looser than lets more than the target
   share of either kind of out-of-domain probe through;
 - the **point** threshold, beyond which nothing is close and the question is refused: as
-  far out as the nearest tenth of the generic off-topic probes (passports, paella). Between
+  far out as a share of the generic off-topic probes (passports, paella), measured per
+  language too (:data:`POINT_QUANTILE`; 15 % on an English drive). Between
   the two, Footnote shows the closest passages and says it is not sure.
 
 Why so strict: unanswerable questions about a drive's own topics (the hard kind) score
@@ -313,7 +314,7 @@ class Probed:
     generic: list[Facts | None]
     near: list[Facts | None]
     seconds: float
-    language: str = "en"  # the drive's (``Languages.main``): which ASSERT_QUANTILE applies
+    language: str = "en"  # the drive's (``Languages.main``): which ASSERT_QUANTILE and POINT_QUANTILE apply
 
 
 def facts_of(result: SearchResult) -> Facts | None:
@@ -481,16 +482,9 @@ def quantile_cut(values: Sequence[float], q: float) -> float | None:
     return round((s[k] + min(nxt, s[k] + 0.05)) / 2, 4)
 
 
-def assert_quantile(cfg: CalibrationConfig, language: str) -> float:
-    """The configured quantile, else the one measured for the drive's language (English's for another)."""
-    return (
-        cfg.assert_quantile if cfg.assert_quantile is not None else ASSERT_QUANTILE.get(language, ASSERT_QUANTILE["en"])
-    )
-
-
-def point_quantile(cfg: CalibrationConfig, language: str) -> float:
-    """The configured quantile, else the one measured for the drive's language (English's for another)."""
-    return cfg.point_quantile if cfg.point_quantile is not None else POINT_QUANTILE.get(language, POINT_QUANTILE["en"])
+def _measured(configured: float | None, table: dict[str, float], language: str) -> float:
+    """The configured quantile, else the one ``table`` holds for the drive's language (English's for another)."""
+    return configured if configured is not None else table.get(language, table["en"])
 
 
 def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: int = 0) -> Calibration:
@@ -498,8 +492,7 @@ def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: in
 
     Assert: the stricter of two cuts. The typical cut: the ``assert_quantile`` of the
     in-domain probes (0.55 on an English drive: as close to the drive as 55 % of its own
-    probes). The bluff
-    cut: generic and near-domain probes each held to the target (a pooled rate would let the
+    probes). The bluff cut: generic and near-domain probes each held to the target (a pooled rate would let the
     harder kind through); the synthetic ones are easier to refuse than real questions, so
     on dev and guides it never binds, but on a drive whose generic probes read like it, it does.
     Point: the ``point_quantile`` of the generic probes (0.15 on an English drive), never
@@ -510,11 +503,13 @@ def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: in
     s_ood = s_gen + s_near
     cuts = [choose_threshold(s, cfg.target_bluff, cfg.fallback) for s in (s_gen, s_near) if s]
     bluff_cut = min(cuts) if s_in and cuts else cfg.fallback
-    typical = quantile_cut(s_in, assert_quantile(cfg, probed.language))
+    q_assert = _measured(cfg.assert_quantile, ASSERT_QUANTILE, probed.language)
+    q_point = _measured(cfg.point_quantile, POINT_QUANTILE, probed.language)
+    typical = quantile_cut(s_in, q_assert)
     threshold = bluff_cut if typical is None or not cuts else min(bluff_cut, typical)
-    quantile = f"{assert_quantile(cfg, probed.language):.2f} quantile of the in-domain probes"
+    quantile = f"{q_assert:.2f} quantile of the in-domain probes"
     rule = quantile if typical is not None and cuts and typical <= bluff_cut else "bluff target"
-    generic_cut = quantile_cut(s_gen, point_quantile(cfg, probed.language)) if s_in else None
+    generic_cut = quantile_cut(s_gen, q_point) if s_in else None
     point = max(threshold, generic_cut if generic_cut is not None else cfg.point_fallback)
     finite = {
         name: [round(v, 4) for v in vals if v != float("inf")]
