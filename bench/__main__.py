@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from bench import bench
+from bench.drive import rows
 from config.settings import load_settings
 
 
 def _questions(path: Path) -> list[str]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [str(r["question"]) for r in rows]
+    return [str(r["question"]) for r in rows(path)]
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,7 +1,9 @@
-"""A development corpus indexed as the product indexes it, for the benches that choose defaults."""
+"""A development corpus for the benches: its JSONL question files, and its documents indexed as
+the product indexes them."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -11,10 +13,16 @@ from retrieval.evaluation import CachingEmbedder
 from retrieval.models import seed_models
 
 
-def indexed(folder: Path) -> Builder:
+def rows(path: Path) -> list[dict[str, str]]:
+    """The records of a JSON-lines file (blank lines skipped)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def indexed(folder: Path, calibrate: bool = True) -> Builder:
     """``folder/docs`` synced into a new data dir with the embedding model ``FOOTNOTE_EMBED_MODEL``
     gives it (vectors cached across runs, as ``footnote eval`` caches them), and the gate
-    calibrated on it, as after ``footnote index``."""
+    calibrated on it, as after ``footnote index`` (``calibrate=False``: for a caller that
+    probes the index itself)."""
     live = load_settings()
     tmp = Path(tempfile.mkdtemp(prefix="footnote-bench-"))
     seed_models(live.data_dir / "models", tmp / "models")
@@ -23,5 +31,6 @@ def indexed(folder: Path) -> Builder:
     b = Builder(s, CachingEmbedder(plain.embedder, live.data_dir / "eval-cache"))
     b.embedding_in_use = plain.embedding_in_use  # the model the cache wraps
     b.engine.sync(progress=False)
-    b.calibrator.ensure()
+    if calibrate:
+        b.calibrator.ensure()
     return b

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import percentiles
+from bench.drive import rows
 from bot.gaps import FILE, GapRecord, find_gaps
 from bot.grouping import THRESHOLD, group_by_meaning
 from retrieval.answer import Answer, Outcome
@@ -62,10 +63,6 @@ def cpu() -> str:
     except (OSError, subprocess.CalledProcessError):
         name = "?"
     return f"{name}, {os.cpu_count()} cores"
-
-
-def _jsonl(path: Path) -> list[dict[str, str]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 # -- speed ----------------------------------------------------------------------------------------
@@ -188,7 +185,7 @@ def threshold(eval_dir: Path, data_dir: Path) -> None:
     embedder = _embedder(data_dir)
     texts, topic = [], []
     for s in SETS:
-        for q in _jsonl(eval_dir / s / "questions.jsonl"):
+        for q in rows(eval_dir / s / "questions.jsonl"):
             texts.append(q["question"])
             topic.append(f"{s}:{q['id']}")
     choice = _sweep(embedder.embed(texts), np.array(topic))
@@ -206,11 +203,11 @@ def _purity_questions(eval_dir: Path, sets: Sequence[str] = SETS) -> tuple[list[
     texts, topic = [], []
     ids = set()
     for s in sets:
-        for r in _jsonl(eval_dir / s / "ood.jsonl"):
+        for r in rows(eval_dir / s / "ood.jsonl"):
             texts.append(r["question"])
             topic.append(r["id"])
             ids.add(r["id"])
-    for r in _jsonl(PARAPHRASES):
+    for r in rows(PARAPHRASES):
         if r["of"] in ids:
             texts.append(r["question"])
             topic.append(r["of"])

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.drive import rows
 from bot.builder import Builder
 from bot.gate_status import calibration
 from config.settings import load_settings
@@ -35,10 +36,6 @@ from retrieval.models import cpu_info, seed_models
 from retrieval.models.embed import SHIPPED_RERANKER, load_onnx_cross_encoder
 from retrieval.search import Searcher, SentenceReranker, decide, gate_signal
 from retrieval.search.judge import Judge, JudgedReranker
-
-
-def _read(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def collect(b: Builder, judge: Judge, questions: Sequence[dict[str, Any]], answerable: bool) -> list[dict[str, Any]]:
@@ -142,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         b = Builder(settings)
         b.engine.sync(progress=False)
         calibration(b, compute=True)  # the gate's threshold self-calibrated on this corpus, as served
-        records = collect(b, judge, _read(args.questions), True) + collect(b, judge, _read(args.ood), False)
+        records = collect(b, judge, rows(args.questions), True) + collect(b, judge, rows(args.ood), False)
     if args.json:
         args.json.write_text(json.dumps(records, indent=1), encoding="utf-8")
     docs = sorted({r["doc"] for r in records if r["doc"]})

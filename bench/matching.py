@@ -28,7 +28,6 @@ Figures only, no pass/fail; run from a checkout with the project's venv.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from bench.drive import indexed
+from bench.drive import indexed, rows
 from bot.builder import Builder
 from retrieval.evaluation import normalise
 from retrieval.learn import NEVER, LearnedPairs, MatchConfig
@@ -75,16 +74,12 @@ class Counts:
         return f"{self.hits}/{self.wrong}/{self.ood}/{self.taken}/{self.direct_ood}"
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def _corpus(folder: Path) -> tuple[str, Builder, LearnedPairs, dict[str, str], list[Probe]]:
     """Index ``folder``, confirm each direct question's needle passage, and the chatty probes."""
     b = indexed(folder)  # the gate as the product's after a sync: calibrated on this drive
     pairs = b.learned  # where the answer service keeps what it confirms
     owner: dict[str, str] = {}  # pair id -> the direct question's id
-    questions = _rows(folder / "questions.jsonl")
+    questions = rows(folder / "questions.jsonl")
     for q in questions:
         if q.get("style", "course") != "course":
             continue
@@ -103,9 +98,9 @@ def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: di
     asked: list[tuple[dict[str, str], str | None, str]] = [
         (q, q["id"], "chatty") for q in questions if q.get("style") == "ticket"
     ]
-    asked += [(q, None, "chatty") for q in _rows(folder / "ood-ticket.jsonl")]
+    asked += [(q, None, "chatty") for q in rows(folder / "ood-ticket.jsonl")]
     asked += [(q, q["id"], "direct") for q in questions if q.get("style", "course") == "course"]
-    asked += [(q, None, "direct") for q in _rows(folder / "ood.jsonl")]
+    asked += [(q, None, "direct") for q in rows(folder / "ood.jsonl")]
     probes = []
     for q, twin, kind in asked:
         r = searcher.search(q["question"], k=20)

@@ -30,13 +30,12 @@ checkout with the project's venv.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
-from bench.drive import indexed
+from bench.drive import indexed, rows
 from bot.builder import Builder
 from retrieval.answer.pointers import POINTERS
 from retrieval.evaluation import normalise
@@ -81,26 +80,23 @@ class Tally:
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows(path) if path.exists() else []  # a corpus without chatty unanswerable questions
 
 
 def _corpus(folder: Path) -> Corpus:
-    b = indexed(folder)
+    b = indexed(folder, calibrate=False)  # probed below, once, for every quantile
     searcher = b.engine.searcher()
     probed = probe(searcher, b.calibration_config())
     gate = b.gate_config()
     asked = []
-    rows = [(q, q.get("style", "course"), True) for q in _rows(folder / "questions.jsonl")]
-    rows += [(q, "course", False) for q in _rows(folder / "ood.jsonl")]
-    rows += [(q, "ticket", False) for q in _rows(folder / "ood-ticket.jsonl")]
-    for q, style, answerable in rows:
+    questions = [(q, q.get("style", "course"), True) for q in _rows(folder / "questions.jsonl")]
+    questions += [(q, "course", False) for q in _rows(folder / "ood.jsonl")]
+    questions += [(q, "ticket", False) for q in _rows(folder / "ood-ticket.jsonl")]
+    for q, style, answerable in questions:
         r = searcher.search(q["question"], k=20)
-        want = normalise(q["needle"]) if answerable else ""
-        found = answerable and any(want in normalise(h.chunk.content) for h in r.hits[: b.settings.max_sources])
-        pointable = answerable and any(want in normalise(h.chunk.content) for h in r.hits[:POINTERS])
-        asked.append(Asked(style, answerable, gate_signal(r, gate), found, pointable))
+        want = normalise(q["needle"]) if answerable else None
+        at = next((i for i, h in enumerate(r.hits) if want and want in normalise(h.chunk.content)), len(r.hits))
+        asked.append(Asked(style, answerable, gate_signal(r, gate), at < b.settings.max_sources, at < POINTERS))
     return Corpus(folder.name, Languages.main(searcher.snapshot), probed, b, asked)
 
 

@@ -15,13 +15,13 @@ form of ``RELEVANCE_WEIGHTS``. Tooling, not product: not installed with the whee
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bench.drive import rows
 from bot.builder import Builder
 from config.settings import load_settings
 from retrieval.answer.evidence import FEATURES, RELEVANCE_WEIGHTS, number_sentences, question_weights, sentence_features
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     runtime = Builder(load_settings(data_dir=args.data_dir, docs_dir=args.docs))
     runtime.engine.sync()
-    questions = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    questions = rows(args.questions)
     groups = collect(runtime, questions)
     docs = sorted({g.doc for g in groups})
     halves = [set(docs[0::2]), set(docs[1::2])]
