@@ -39,23 +39,32 @@ import numpy as np
 from bench.drive import indexed, rows
 from bot.builder import Builder
 from retrieval.evaluation import normalise
-from retrieval.learn import NEVER, LearnedPairs, MatchConfig
+from retrieval.learn import NEVER, LearnedPairs, MatchConfig, holder
 from retrieval.models import cpu_info
 from retrieval.search import Verdict, decide
 
 ALONE = [round(0.40 + 0.005 * i, 3) for i in range(111)]  # 0.400 … 0.950
+WITHIN = (1, 2, 3, 4)  # how many of a message's first hits may hold the confirmed passage
 GRID = sorted(
-    {(a, b, o) for a in ALONE for b in (0.3, 0.4, a) for o in (a, 0.55, 0.6, 0.7, 0.8, 0.9, NEVER) if b <= a <= o}
+    {
+        MatchConfig(a, b, o, k if b < a else 1)
+        for a in ALONE
+        for b in ALONE
+        for o in (a, 0.55, 0.6, 0.7, 0.8, 0.9, NEVER)
+        for k in WITHIN
+        if a - 0.1 <= b <= a <= o
+    },
+    key=lambda m: (m.alone, m.with_passage, m.over_sure, m.within),
 )
 SHOWN = {round(0.40 + 0.05 * i, 2) for i in range(12)}  # the rows printed besides the choice
 
 
 @dataclass
 class Probe:
-    """A message with what matching needs: its vector, its best hit, the gate's verdict, what it is."""
+    """A message with what matching needs: each pair's cosine to it and its passage's rank among
+    the message's hits (the closest pair first), the gate's verdict, and what the message is."""
 
-    vector: np.ndarray
-    best_hit: object
+    pairs: list[tuple[float, int | None, str]]  # (cosine, rank of the pair's passage or None, pair id)
     sure: bool  # the gate would answer it from its own search
     twin: str | None  # a chatty message's direct twin's id (None: unanswerable)
     kind: str  # "chatty", or "direct" (``own``: its own pair, left out)
@@ -94,6 +103,10 @@ def _corpus(folder: Path) -> tuple[str, Builder, LearnedPairs, dict[str, str], l
 
 def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: dict[str, str]) -> list[Probe]:
     searcher = b.engine.searcher()
+    snap = searcher.snapshot
+    confirmed = b.learned.all()
+    vectors = np.stack([p.vector for p in confirmed])
+    chunk_of = [snap.chunks[holder(snap, p.path, p.start, p.end) or 0].id for p in confirmed]
     own = {q: pid for pid, q in owner.items()}
     asked: list[tuple[dict[str, str], str | None, str]] = [
         (q, q["id"], "chatty") for q in questions if q.get("style") == "ticket"
@@ -105,30 +118,39 @@ def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: di
     for q, twin, kind in asked:
         r = searcher.search(q["question"], k=20)
         sure = decide(r, b.gate_config(), b.settings.max_sources).verdict is Verdict.ANSWER
-        best = r.hits[0].chunk if r.hits else None
+        rank = {h.chunk.id: i for i, h in reversed(list(enumerate(r.hits)))}
+        cos = vectors @ np.asarray(r.query_vector, dtype=np.float32)
+        near = sorted(
+            ((float(c), rank.get(chunk_of[j]), confirmed[j].id) for j, c in enumerate(cos)), key=lambda t: -t[0]
+        )
         mine = own.get(twin) if kind == "direct" and twin else None
-        probes.append(Probe(r.query_vector, best, sure, twin, kind, mine))  # type: ignore[arg-type]
+        probes.append(Probe(near, sure, twin, kind, mine))
     return probes
 
 
-def _count(b: Builder, pairs: LearnedPairs, owner: dict[str, str], probes: Sequence[Probe]) -> Counts:
+def _matched(cfg: MatchConfig, p: Probe) -> str | None:
+    """The pair ``LearnedPairs.match`` would give the message under ``cfg`` (a direct question's
+    own pair left out: asked before its own was confirmed)."""
+    for cos, rank, pid in p.pairs:
+        if cos < cfg.lowest:
+            return None
+        if pid != p.own and cos >= cfg.needs(rank, p.sure):
+            return pid
+    return None
+
+
+def _count(cfg: MatchConfig, owner: dict[str, str], probes: Sequence[Probe]) -> Counts:
     n = Counts()
-    snap = b.engine.searcher().snapshot
     for p in probes:
-        kept = pairs.records.get(p.own) if p.own else None
-        if p.own:
-            pairs.forget(p.own)  # the direct question asked before its own pair was confirmed
-        m = pairs.match(p.vector, None, snap, p.best_hit, p.sure)  # type: ignore[arg-type]
-        if p.own and kept is not None:
-            pairs.records.put(p.own, kept)
-        if m is None:
+        pid = _matched(cfg, p)
+        if pid is None:
             continue
         if p.kind == "direct":
             n.taken += p.twin is not None
             n.direct_ood += p.twin is None
         elif p.twin is None:
             n.ood += 1
-        elif owner.get(m.pair.id) == p.twin:
+        elif owner.get(pid) == p.twin:
             n.hits += 1
         else:
             n.wrong += 1
@@ -167,29 +189,30 @@ def _choose(model: str, runs: list[Run], max_ood: int, max_taken: int) -> None:
         + "   (chatty hits/wrong/unanswerable, direct taken over/unanswerable)"
     )
     table = []
-    for a, bp, o in GRID:
-        counts = []
-        for _, _, b, pairs, owner, probes in runs:
-            pairs.cfg = MatchConfig(a, bp, o)
-            counts.append(_count(b, pairs, owner, probes))
-        table.append(((a, bp, o), counts))
-        if a == bp and a in SHOWN and o in (a, NEVER):
-            click.echo(f"{a:5.3f}  {bp:12.3f}  {o:9.3f}  " + "  ".join(f"{c!s:>16}" for c in counts))
-    ok = [t for t in table if all(c.ood <= max_ood and c.taken <= max_taken for c in t[1])]
+    for cfg in GRID:
+        counts = [_count(cfg, owner, probes) for _, _, _, _, owner, probes in runs]
+        table.append((cfg, counts))
+        if cfg.alone == cfg.with_passage and cfg.alone in SHOWN and cfg.over_sure in (cfg.alone, NEVER):
+            click.echo(
+                f"{cfg.alone:5.3f}  {cfg.with_passage:12.3f}  {cfg.over_sure:9.3f}  "
+                + "  ".join(f"{c!s:>16}" for c in counts)
+            )
+    ok = [t for t in table if all(max(c.ood, c.direct_ood) <= max_ood and c.taken <= max_taken for c in t[1])]
     if not ok:
         click.echo(f"no thresholds keep the unanswerable matches at or below {max_ood} on every corpus")
         return
-    (a, bp, o), counts = max(
+    cfg, counts = max(
         ok,
         key=lambda t: (
             sum(c.hits for c in t[1]),
             -sum(c.wrong + c.taken + c.direct_ood for c in t[1]),
-            t[0],
+            (t[0].alone, t[0].with_passage, t[0].over_sure, -t[0].within),  # the strictest of equals
         ),
     )
     click.echo(
-        f"chosen for {model}: alone {a:.3f}, with the passage as the best hit {bp:.3f}, over a sure search "
-        + ("never" if o >= NEVER else f"{o:.3f}")
+        f"chosen for {model}: alone {cfg.alone:.3f}, with the passage among the first {cfg.within} hits "
+        f"{cfg.with_passage:.3f}, over a sure search "
+        + ("never" if cfg.over_sure >= NEVER else f"{cfg.over_sure:.3f}")
         + ": "
         + ", ".join(
             f"{r[0]} {c.hits} hits, {c.wrong} wrong, {c.ood} unanswerable; {c.taken} direct taken over, "
@@ -197,9 +220,9 @@ def _choose(model: str, runs: list[Run], max_ood: int, max_taken: int) -> None:
             for r, c in zip(runs, counts, strict=True)
         )
     )
-    flat = next(t[1] for t in table if t[0] == (a, bp, a))
+    flat = next(t[1] for t in table if t[0] == MatchConfig(cfg.alone, cfg.alone, cfg.alone))
     click.echo(
-        f"  the same with {a:.3f} over a sure search too: "
+        f"  {cfg.alone:.3f} alone, with no second signal and over a sure search too: "
         + ", ".join(f"{r[0]} {c}" for r, c in zip(runs, flat, strict=True))
     )
 

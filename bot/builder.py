@@ -268,7 +268,7 @@ class Builder:
         server), else a file in the data dir."""
         s = self.settings
         model = self.embedding_in_use or self.embedding_model()  # its cosines have their own scale
-        cfg = MatchConfig.measured(model, s.learn_match, s.learn_match_top)
+        cfg = MatchConfig.measured(model, s.learn_match, s.learn_match_top, s.learn_match_within)
         return LearnedPairs(self.storage.kept_records(LEARNED), cfg, model)
 
     def after_sync(self) -> None:

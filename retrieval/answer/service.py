@@ -413,7 +413,7 @@ class AnswerService:
         vector = result.query_vector if not context else searcher.embedder.embed_queries([question])[0]
         if vector is None:
             return None
-        return self.learned.match(vector, folders, searcher.snapshot, result.hits[0].chunk, sure)
+        return self.learned.match(vector, folders, searcher.snapshot, [h.chunk for h in result.hits], sure)
 
     def _from_pair(self, turn: _Turn, match: Match) -> Answer:
         """A confident answer from the passage a teammate confirmed for a message like this one:

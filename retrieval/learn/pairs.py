@@ -8,21 +8,25 @@ another scope never sees it.
 
 Matching is question to question, the thing MiniLM was trained for (duplicate questions),
 and far stronger than question to passage for a chatty message: the messages match when
-their cosine reaches ``alone``, or ``with_passage`` while the confirmed passage is also the
-message's own best search hit. When search is sure on its own (the calibrated gate would
-answer) of another passage, a pair takes over only from ``over_sure``: two needs on one
-topic read alike, and with one cosine of 0.46 for all, 10 of dev's 32 direct questions and
-6 of guides' would be answered from the passage a teammate confirmed for another need.
-``python -m bench.matching`` chooses the three on the development corpora, on a grid of
-0.005 steps: the most chatty messages matched to their own direct twin's pair while at most
-3 of 30 unanswerable chatty messages match anything and at most 3 direct questions are taken
-over, per embedding model, whose cosines have their own scale (multilingual-e5's lie
-between 0.8 and 0.95 for any two questions on a topic). For MiniLM it chose 0.46 for both
-and never over a sure search: on dev 14 of 32 matched, 1 wrongly, no unanswerable one, no
-direct question taken over; on guides 13, 2, 3 and none. For multilingual-e5, on
-danish-dev, 0.925 for all three: 2 of 32, none wrongly, none unanswerable, 2 taken over (at
-0.90, never over a sure search: 12, 2, 1, and 7 taken over; at MiniLM's 0.46 every one of
-the 30 unanswerable messages matched).
+their cosine reaches ``alone``, or ``with_passage`` while the confirmed passage is also among
+the message's own first ``within`` search hits (two signals agree). When search is sure on
+its own (the calibrated gate would answer) of another passage, a pair takes over only from
+``over_sure``: two needs on one topic read alike, and with one cosine of 0.46 for all, 10 of
+dev's 32 direct questions and 6 of guides' would be answered from the passage a teammate
+confirmed for another need. ``python -m bench.matching`` chooses the four on the development
+corpora, on a grid of 0.005 steps and 1-4 hits: the most chatty messages matched to their own
+direct twin's pair while at most 3 of 30 unanswerable messages of either style match
+anything and at most 3 direct questions are taken over, per embedding model, whose cosines
+have their own scale (multilingual-e5's lie between 0.8 and 0.95 for any two questions on a
+topic). For MiniLM it chose 0.52 alone, 0.515 with the passage among the first 3 hits, never
+over a sure search: on dev 10 of 32 matched, none wrongly, no unanswerable one, no direct
+question taken over; on guides 8, 1, 2 chatty and 3 direct unanswerable, 3 taken over. (The
+0.46 it chose before, counting only chatty unanswerable messages, matched 13 and 13, but 4
+of guides' 30 direct unanswerable questions.) For multilingual-e5, on danish-dev, 0.95
+alone, 0.875 with the passage among the first 3 hits, never over a sure search: 15 of 32, 1
+wrongly, 2 chatty and 1 direct unanswerable, 3 taken over (2 of 32 at its earlier 0.925 for
+all, which had no second signal; at MiniLM's 0.46 every one of the 30 unanswerable messages
+matched).
 
 A pair keeps the embedding model its vector came from; a message is matched only against
 pairs of the model that embedded it, and :meth:`LearnedPairs.refresh` embeds the others
@@ -63,11 +67,14 @@ def scope_key(folders: Sequence[str] | None) -> str:
 @dataclass(frozen=True)
 class MatchConfig:
     alone: float  # cosine of two messages that match whatever search says, when search is unsure
-    with_passage: float  # ... that match when the confirmed passage is also the best hit (= alone: off)
+    with_passage: float  # ... that match when the confirmed passage is also among the first hits (= alone: off)
     over_sure: float  # ... that match when search is sure on its own of another passage (> 1: never)
+    within: int = 1  # how many of the message's first hits count for ``with_passage``
 
     @classmethod
-    def measured(cls, model: str, alone: float | None = None, with_passage: float | None = None) -> MatchConfig:
+    def measured(
+        cls, model: str, alone: float | None = None, with_passage: float | None = None, within: int | None = None
+    ) -> MatchConfig:
         """The thresholds ``python -m bench.matching`` chose for the embedding model ``model``
         (MiniLM's for a model it has not measured), each overridden when given."""
         base = MEASURED.get(model, MEASURED["minilm"])
@@ -75,17 +82,28 @@ class MatchConfig:
             base,
             alone=base.alone if alone is None else alone,
             with_passage=base.with_passage if with_passage is None else with_passage,
+            within=base.within if within is None else within,
         )
 
     @property
     def lowest(self) -> float:
         return min(self.alone, self.with_passage, self.over_sure)
 
+    def needs(self, rank: int | None, sure: bool) -> float:
+        """The cosine a pair must reach: ``rank`` is its passage's place among the message's
+        hits (0: the best; None: not among them), ``sure`` whether search would answer alone."""
+        if rank is not None and rank < self.within:
+            return self.with_passage
+        return self.over_sure if sure else self.alone
+
 
 NEVER = 2.0  # above any cosine
 
 # Chosen by ``python -m bench.matching`` on the development corpora each model serves.
-MEASURED = {"minilm": MatchConfig(0.46, 0.46, NEVER), "multilingual-e5": MatchConfig(0.925, 0.925, 0.925)}
+MEASURED = {
+    "minilm": MatchConfig(0.52, 0.515, NEVER, 3),
+    "multilingual-e5": MatchConfig(0.95, 0.875, NEVER, 3),
+}
 
 
 @dataclass(frozen=True)
@@ -247,18 +265,21 @@ class LearnedPairs:
         vector: np.ndarray,
         folders: Sequence[str] | None,
         snapshot: Snapshot,
-        best_hit: Chunk | None,
+        hits: Sequence[Chunk],
         sure: bool = False,
     ) -> Match | None:
         """The confirmed pair in this scope the message reads most like, if it matches at all.
-        ``sure``: search would answer on its own, from ``best_hit``; then a pair of another
-        passage must read like the message more closely (``over_sure``): two needs on one topic
-        read alike, and a confident answer is not to be taken over by another need's passage."""
+        ``hits``: the message's own search hits, best first; a pair whose passage is among the
+        first ``within`` of them needs only ``with_passage`` (two signals agree). ``sure``:
+        search would answer on its own, from its best hit; then a pair of another passage must
+        read like the message more closely (``over_sure``): two needs on one topic read alike,
+        and a confident answer is not to be taken over by another need's passage."""
         scope = scope_key(folders)
         mine = [p for p in self.all() if p.scope == scope and p.model == self.model and len(p.vector) == len(vector)]
         if not mine:
             return None
         cos = np.stack([p.vector for p in mine]) @ np.asarray(vector, dtype=np.float32)
+        rank = {c.id: i for i, c in reversed(list(enumerate(hits)))}
         for j in np.argsort(-cos):
             p, c = mine[int(j)], float(cos[int(j)])
             if c < self.cfg.lowest:
@@ -266,8 +287,7 @@ class LearnedPairs:
             where = holder(snapshot, p.path, p.start, p.end)
             if where is None or not _still_there(snapshot.chunks[where], p):
                 continue  # not in this index (now): the next sync retires it
-            top = best_hit is not None and best_hit.id == snapshot.chunks[where].id
-            if c >= (self.cfg.with_passage if top else self.cfg.over_sure if sure else self.cfg.alone):
+            if c >= self.cfg.needs(rank.get(snapshot.chunks[where].id), sure):
                 return Match(p, where, c)
         return None
 

@@ -12,7 +12,7 @@ import pytest
 from retrieval.answer import Linker
 from retrieval.answer.service import AnswerService, Outcome
 from retrieval.index import SqliteRecords
-from retrieval.learn import LearnedPairs, MatchConfig, scope_key
+from retrieval.learn import NEVER, LearnedPairs, MatchConfig, scope_key
 from retrieval.models.embed import SentenceTransformerEmbedder
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
@@ -103,11 +103,31 @@ def test_a_pair_never_takes_over_a_sure_search_of_another_passage_unless_told(
     confirmed = next(c for c in snap.chunks if c.path == pair.path and c.start <= pair.start < c.end)
     other = next(c for c in snap.chunks if c.id != confirmed.id)
     v = embedder.embed_queries([LATER])[0]
-    assert pairs.match(v, None, snap, other, sure=False) is not None  # search unsure: the pair answers
-    assert pairs.match(v, None, snap, other, sure=True) is None  # search sure of another passage
-    assert pairs.match(v, None, snap, confirmed, sure=True) is not None  # ... or of the confirmed one
+    assert pairs.match(v, None, snap, [other], sure=False) is not None  # search unsure: the pair answers
+    assert pairs.match(v, None, snap, [other], sure=True) is None  # search sure of another passage
+    assert pairs.match(v, None, snap, [confirmed], sure=True) is not None  # ... or of the confirmed one
     pairs.cfg = MatchConfig(pairs.cfg.alone, pairs.cfg.with_passage, over_sure=pairs.cfg.alone)
-    assert pairs.match(v, None, snap, other, sure=True) is not None
+    assert pairs.match(v, None, snap, [other], sure=True) is not None
+
+
+def test_a_pair_needs_a_lower_cosine_when_its_passage_is_among_the_first_hits(
+    drive: tuple[Engine, Path, LearnedPairs], embedder: SentenceTransformerEmbedder
+) -> None:
+    """Two signals that agree (the messages read alike, and search found the confirmed passage
+    among its first ``within`` hits) need less of each (measured: bench.matching)."""
+    engine, _, pairs = drive
+    _confirm_the_ack_pointer(_service(engine, pairs, NeverCalledModel()), None)
+    snap = engine.searcher().snapshot
+    (pair,) = pairs.all()
+    confirmed = next(c for c in snap.chunks if c.path == pair.path and c.start <= pair.start < c.end)
+    a, b, c = [x for x in snap.chunks if x.id != confirmed.id][:3]
+    v = embedder.embed_queries([LATER])[0]
+    cos = float(pair.vector @ v)
+    pairs.cfg = MatchConfig(alone=cos + 0.01, with_passage=cos - 0.01, over_sure=NEVER, within=2)
+    assert pairs.match(v, None, snap, [a, b, c], sure=False) is None  # the cosine alone falls short
+    assert pairs.match(v, None, snap, [a, confirmed, b], sure=False) is not None  # second hit: within 2
+    assert pairs.match(v, None, snap, [a, b, confirmed], sure=False) is None  # third: beyond
+    assert pairs.match(v, None, snap, [a, confirmed, b], sure=True) is not None  # agreement beats a sure search
 
 
 def test_a_pair_follows_its_words_when_an_edit_moves_them_and_retires_when_they_are_gone(
