@@ -27,7 +27,7 @@ from bot.journal import Journal
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
 from bot.scoping import ChannelScopes, Folders
-from bot.threads import MENTION, SlackThreads
+from bot.threads import MENTION, SlackThreads, spoken
 
 log = logging.getLogger("footnote.slack")
 
@@ -114,7 +114,7 @@ class SlackBot:
     def _on_mention(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
         ack()
         thread = event.get("thread_ts") or event["ts"]
-        text = MENTION.sub("", event.get("text", "")).strip()
+        text = spoken(event.get("text", ""))
         self.intake.submit(Question(event["channel"], thread, event["ts"], text, event.get("user", "")))
 
     def _on_message(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
@@ -129,7 +129,7 @@ class SlackBot:
         # an @mention is app_mention's.
         if not is_dm and (not thread or MENTION.search(text) or not self.threads.is_ours(channel, thread)):
             return
-        question = MENTION.sub("", text).strip()
+        question = spoken(text)
         self.intake.submit(
             Question(channel, thread or event["ts"], event["ts"], question, event.get("user", ""), is_dm)
         )
@@ -157,7 +157,7 @@ class SlackBot:
         asked = say(lang, ASKED, user=user, question=escape(text))
         posted = self.client.chat_postMessage(channel=command["channel_id"], text=asked)
         ts = str(posted["ts"])
-        self.intake.submit(Question(command["channel_id"], ts, ts, text, user, is_dm=is_dm))
+        self.intake.submit(Question(command["channel_id"], ts, ts, spoken(text), user, is_dm=is_dm))
 
     def _on_home(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
         ack()

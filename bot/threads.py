@@ -24,6 +24,17 @@ from slack_sdk import WebClient
 log = logging.getLogger("footnote.slack")
 
 MENTION = re.compile(r"<@[A-Z0-9]+>")
+# An emoji as Slack writes it into a message's text (":sweat_smile:", ":+1::skin-tone-2:"):
+# no document holds it as a word, and the core leaves out emoji it gets as pictographs
+# (retrieval.search.without_pictographs) for the same reason. "10:30:45" is no emoji.
+SHORTCODE = re.compile(r"(?<!\w):[a-z0-9_+'-]+:(?::skin-tone-[2-6]:)?(?!\w)")
+
+
+def spoken(text: str) -> str:
+    """A Slack message's question: its text without mentions and emoji shortcodes."""
+    return SHORTCODE.sub("", MENTION.sub("", text)).strip()
+
+
 _ASKED = re.compile(r"^<@[A-Z0-9]+> asked: (.*)$", re.DOTALL)  # the post a slash command makes
 _PAGE = 200  # Slack's page size for conversations.replies
 _MAX_PAGES = 10  # a thread longer than this is read from its start only
@@ -90,7 +101,7 @@ class SlackThreads:
             return html.unescape(got.group(1)).strip() if got else ""  # our answers are not questions
         if m.get("bot_id") or m.get("subtype"):
             return ""
-        return MENTION.sub("", text).strip()
+        return spoken(text)
 
     def _read(self, channel: str, thread_ts: str, before_ts: str | None) -> list[dict[str, Any]]:
         """The last ``max_messages`` of the thread (before ``before_ts``), oldest first."""

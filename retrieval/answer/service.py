@@ -40,7 +40,16 @@ from retrieval.answer.support import (
 from retrieval.answer.translate import Translate
 from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import LanguageModel, OnToken
-from retrieval.search import GateConfig, GateDecision, Languages, Searcher, SearchResult, Verdict, decide
+from retrieval.search import (
+    GateConfig,
+    GateDecision,
+    Languages,
+    Searcher,
+    SearchResult,
+    Verdict,
+    decide,
+    without_pictographs,
+)
 from retrieval.types import Hit
 
 DOCS_SAY = "The docs say:"
@@ -410,7 +419,9 @@ class AnswerService:
         thread); ``sure``: the gate would answer it from its own search."""
         if self.learned is None or not result.hits:
             return None
-        vector = result.query_vector if not context else searcher.embedder.embed_queries([question])[0]
+        vector = (
+            result.query_vector if not context else searcher.embedder.embed_queries([without_pictographs(question)])[0]
+        )
         if vector is None:
             return None
         return self.learned.match(vector, folders, searcher.snapshot, [h.chunk for h in result.hits], sure)
@@ -448,7 +459,7 @@ class AnswerService:
         c = snap.chunks[where]
         if c.content[passage.start - c.start : passage.end - c.start] != passage.quote:
             return None
-        vector = searcher.embedder.embed_queries([message])[0]
+        vector = searcher.embedder.embed_queries([without_pictographs(message)])[0]
         return self.learned.confirm(
             message, vector, folders, passage.path, passage.start, passage.end, passage.quote, user, via
         )

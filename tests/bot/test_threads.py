@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from slack_sdk import WebClient
 
-from bot.threads import BotIdentity, SlackThreads, fit
+from bot.threads import BotIdentity, SlackThreads, fit, spoken
 from testkit.slack import FakeSlack
 
 
@@ -51,3 +51,10 @@ def test_a_long_thread_is_read_page_by_page_from_slack() -> None:
         assert len(pages) == 1 + 3  # ours: the first page shows the reply; context: all three pages
     finally:
         slack.close()
+
+
+def test_a_slack_message_loses_its_mentions_and_emoji_shortcodes_but_not_its_times() -> None:
+    assert spoken("<@U123> got paged :scream::skin-tone-2: what now? :+1: at 10:30:45") == (
+        "got paged  what now?  at 10:30:45"
+    )
+    assert spoken(":shrug:") == ""

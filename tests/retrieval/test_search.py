@@ -7,7 +7,7 @@ import pytest
 from retrieval.evaluation.metrics import needle_rank, recall_at
 from retrieval.search.engine import Engine
 from retrieval.search.gate import gate_signal
-from retrieval.search.searcher import SearchConfig, Searcher, reciprocal_rank
+from retrieval.search.searcher import SearchConfig, Searcher, reciprocal_rank, without_pictographs
 from tests.conftest import ANSWERING, DEV, read_jsonl
 
 
@@ -47,3 +47,15 @@ def test_reciprocal_rank_sums_one_over_k_plus_rank_by_hand() -> None:
     assert scores == pytest.approx({"a": 1 / 61, "b": 1 / 62, "c": 1 / 63 + 1 / 61, "d": 1 / 62})
     assert list(scores) == ["a", "b", "c", "d"]  # first seen first: ties keep the first ranking's order
     assert max(scores, key=scores.__getitem__) == "c"
+
+
+def test_emoji_are_left_out_of_what_a_message_is_embedded_as(dev_engine: Engine) -> None:
+    """A chatty message's emoji are no words of any document (measured: docs/measurements.md)."""
+    assert without_pictographs("Kan jeg smide den på bagefter? 🙈") == "Kan jeg smide den på bagefter?"
+    assert without_pictographs("🤦\u200d♂️ forkert beløb ©") == "forkert beløb"
+    assert without_pictographs("as  it\nwas → 10:30") == "as  it\nwas → 10:30"  # nothing left out: untouched
+    assert without_pictographs("🤷") == "🤷"  # nothing else: the caller says there is nothing to search for
+    s = dev_engine.searcher()
+    plain, chatty = s.search("what does the tokenizer do?"), s.search("what does the tokenizer do? 🤔🙏")
+    assert (plain.query_vector == chatty.query_vector).all()
+    assert [h.chunk.id for h in plain.hits] == [h.chunk.id for h in chatty.hits]
