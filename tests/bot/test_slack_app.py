@@ -897,6 +897,10 @@ def test_a_danish_question_is_told_in_danish_and_bad_input_gets_a_short_reply(ha
     assert h.slack.wait_for(lambda s: any(p.get("thread_ts") == "1101.1" for p in s.of("chat.postMessage")), 10)
     (empty,) = [p for p in h.slack.of("chat.postMessage") if p.get("thread_ts") == "1101.1"]
     assert empty["text"] == "Ask me a question about the docs." and model.prompts == []
+    h.mention(":shrug: :+1::skin-tone-2:", ts="1101.2")  # emoji as Slack writes them: the same
+    assert h.slack.wait_for(lambda s: any(p.get("thread_ts") == "1101.2" for p in s.of("chat.postMessage")), 10)
+    (codes,) = [p for p in h.slack.of("chat.postMessage") if p.get("thread_ts") == "1101.2"]
+    assert codes["text"] == "Ask me a question about the docs." and model.prompts == []
     h.mention("Wie beantrage ich Urlaub bei meiner Firma in diesem Jahr?", ts="1102.1")
     assert "I answer questions in English and Danish" in _text_of(h.finals(expect=2)[-1])
     assert model.prompts == []
