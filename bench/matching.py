@@ -43,7 +43,7 @@ import numpy as np
 from bench.drive import indexed, rows
 from bot.builder import Builder
 from retrieval.evaluation import normalise
-from retrieval.learn import NEVER, LearnedPairs, MatchConfig, holder
+from retrieval.learn import NEVER, MatchConfig, holder, ranks
 from retrieval.models import cpu_info
 from retrieval.search import Verdict, decide
 
@@ -87,10 +87,10 @@ class Counts:
         return f"{self.hits}/{self.wrong}/{self.ood}/{self.taken}/{self.direct_ood}"
 
 
-def _corpus(folder: Path) -> tuple[str, Builder, LearnedPairs, dict[str, str], list[Probe]]:
-    """Index ``folder``, confirm each direct question's needle passage, and the chatty probes."""
+def _corpus(folder: Path) -> tuple[str, dict[str, str], list[Probe]]:
+    """Index ``folder``, confirm each direct question's needle passage (where the answer service
+    keeps what it confirms), and the probes; the embedding model, which pair is whose, the probes."""
     b = indexed(folder)  # the gate as the product's after a sync: calibrated on this drive
-    pairs = b.learned  # where the answer service keeps what it confirms
     owner: dict[str, str] = {}  # pair id -> the direct question's id
     questions = rows(folder / "questions.jsonl")
     for q in questions:
@@ -102,15 +102,16 @@ def _corpus(folder: Path) -> tuple[str, Builder, LearnedPairs, dict[str, str], l
             pair = b.answers.confirm(q["question"], shown, None, "bench", "replay")
             if pair is not None:
                 owner[pair.id] = q["id"]
-    return b.embedding_in_use or "minilm", b, pairs, owner, _probes(b, folder, questions, owner)
+    return b.embedding_in_use or "minilm", owner, _probes(b, folder, questions, owner)
 
 
 def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: dict[str, str]) -> list[Probe]:
     searcher = b.engine.searcher()
     snap = searcher.snapshot
-    confirmed = b.learned.all()
+    confirmed = b.learned.all()  # just confirmed on this index: each is held by a chunk
     vectors = np.stack([p.vector for p in confirmed])
-    chunk_of = [snap.chunks[holder(snap, p.path, p.start, p.end) or 0].id for p in confirmed]
+    chunk_of = [snap.chunks[_held(holder(snap, p.path, p.start, p.end))].id for p in confirmed]
+    gate = b.gate_config()
     own = {q: pid for pid, q in owner.items()}
     asked: list[tuple[dict[str, str], str | None, str]] = [
         (q, q["id"], "chatty") for q in questions if q.get("style") == "ticket"
@@ -121,8 +122,8 @@ def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: di
     probes = []
     for q, twin, kind in asked:
         r = searcher.search(q["question"], k=20)
-        sure = decide(r, b.gate_config(), b.settings.max_sources).verdict is Verdict.ANSWER
-        rank = {h.chunk.id: i for i, h in reversed(list(enumerate(r.hits)))}
+        sure = decide(r, gate, b.settings.max_sources).verdict is Verdict.ANSWER
+        rank = ranks([h.chunk for h in r.hits])
         cos = vectors @ np.asarray(r.query_vector, dtype=np.float32)
         near = sorted(
             ((float(c), rank.get(chunk_of[j]), confirmed[j].id) for j, c in enumerate(cos)), key=lambda t: -t[0]
@@ -132,15 +133,16 @@ def _probes(b: Builder, folder: Path, questions: list[dict[str, str]], owner: di
     return probes
 
 
+def _held(where: int | None) -> int:
+    if where is None:
+        raise RuntimeError("a pair confirmed a moment ago is held by no chunk of the index")
+    return where
+
+
 def _matched(cfg: MatchConfig, p: Probe) -> str | None:
     """The pair ``LearnedPairs.match`` would give the message under ``cfg`` (a direct question's
     own pair left out: asked before its own was confirmed)."""
-    for cos, rank, pid in p.pairs:
-        if cos < cfg.lowest:
-            return None
-        if pid != p.own and cos >= cfg.needs(rank, p.sure):
-            return pid
-    return None
+    return cfg.first((t for t in p.pairs if t[2] != p.own), p.sure)
 
 
 def _count(cfg: MatchConfig, owner: dict[str, str], probes: Sequence[Probe]) -> Counts:
@@ -171,7 +173,7 @@ def _count(cfg: MatchConfig, owner: dict[str, str], probes: Sequence[Probe]) -> 
 )
 def main(corpora: tuple[Path, ...], max_ood: int, max_taken: int) -> None:
     runs = [(c.name, *_corpus(c)) for c in corpora]
-    for name, model, _, _, owner, probes in runs:
+    for name, model, owner, probes in runs:
         kinds = Counter((p.kind, p.twin is not None) for p in probes)
         click.echo(
             f"{name} ({model}): {len(owner)} direct questions confirmed; {kinds['chatty', True]} chatty messages "
@@ -182,7 +184,7 @@ def main(corpora: tuple[Path, ...], max_ood: int, max_taken: int) -> None:
         _choose(model, [r for r in runs if r[1] == model], max_ood, max_taken)
 
 
-Run = tuple[str, str, Builder, LearnedPairs, dict[str, str], list[Probe]]
+Run = tuple[str, str, dict[str, str], list[Probe]]
 
 
 def _choose(model: str, runs: list[Run], max_ood: int, max_taken: int) -> None:
@@ -194,7 +196,7 @@ def _choose(model: str, runs: list[Run], max_ood: int, max_taken: int) -> None:
     )
     table = []
     for cfg in GRID:
-        counts = [_count(cfg, owner, probes) for _, _, _, _, owner, probes in runs]
+        counts = [_count(cfg, owner, probes) for _, _, owner, probes in runs]
         table.append((cfg, counts))
         if cfg.alone == cfg.with_passage and cfg.alone in SHOWN and cfg.over_sure in (cfg.alone, NEVER):
             click.echo(

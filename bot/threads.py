@@ -26,7 +26,7 @@ log = logging.getLogger("footnote.slack")
 MENTION = re.compile(r"<@[A-Z0-9]+>")
 # An emoji as Slack writes it into a message's text (":sweat_smile:", ":+1::skin-tone-2:"):
 # no document holds it as a word, and the core leaves out emoji it gets as pictographs
-# (retrieval.search.without_pictographs) for the same reason. "10:30:45" is no emoji.
+# (Searcher.message_vector) for the same reason. "10:30:45" is no emoji.
 SHORTCODE = re.compile(r"(?<!\w):[a-z0-9_+'-]+:(?::skin-tone-[2-6]:)?(?!\w)")
 
 

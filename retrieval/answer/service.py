@@ -48,7 +48,6 @@ from retrieval.search import (
     SearchResult,
     Verdict,
     decide,
-    without_pictographs,
 )
 from retrieval.types import Hit
 
@@ -419,9 +418,7 @@ class AnswerService:
         thread); ``sure``: the gate would answer it from its own search."""
         if self.learned is None or not result.hits:
             return None
-        vector = (
-            result.query_vector if not context else searcher.embedder.embed_queries([without_pictographs(question)])[0]
-        )
+        vector = result.query_vector if not context else searcher.message_vector(question)
         if vector is None:
             return None
         return self.learned.match(vector, folders, searcher.snapshot, [h.chunk for h in result.hits], sure)
@@ -459,7 +456,7 @@ class AnswerService:
         c = snap.chunks[where]
         if c.content[passage.start - c.start : passage.end - c.start] != passage.quote:
             return None
-        vector = searcher.embedder.embed_queries([without_pictographs(message)])[0]
+        vector = searcher.message_vector(message)
         return self.learned.confirm(
             message, vector, folders, passage.path, passage.start, passage.end, passage.quote, user, via
         )

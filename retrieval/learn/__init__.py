@@ -8,6 +8,6 @@ later message that reads like it is answered from that passage, with confidence.
 
 from __future__ import annotations
 
-from retrieval.learn.pairs import EVERYWHERE, NEVER, LearnedPairs, Match, MatchConfig, Pair, holder, scope_key
+from retrieval.learn.pairs import EVERYWHERE, NEVER, LearnedPairs, Match, MatchConfig, Pair, holder, ranks, scope_key
 
-__all__ = ["EVERYWHERE", "NEVER", "LearnedPairs", "Match", "MatchConfig", "Pair", "holder", "scope_key"]
+__all__ = ["EVERYWHERE", "NEVER", "LearnedPairs", "Match", "MatchConfig", "Pair", "holder", "ranks", "scope_key"]

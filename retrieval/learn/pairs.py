@@ -44,8 +44,9 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -53,6 +54,7 @@ from retrieval.index import Scalar, SharedRecords, Snapshot
 from retrieval.types import Chunk
 
 log = logging.getLogger("footnote.learn")
+T = TypeVar("T")
 
 EVERYWHERE = "*"  # the scope of a channel that may search every document
 
@@ -96,6 +98,22 @@ class MatchConfig:
         if rank is not None and rank < self.within:
             return self.with_passage
         return self.over_sure if sure else self.alone
+
+    def first(self, near: Iterable[tuple[float, int | None, T]], sure: bool) -> T | None:
+        """What the first of ``near`` that matches stands for. ``near`` holds, the closest pair
+        first, (cosine, its passage's rank among the message's hits as in :meth:`needs`, what
+        it stands for); nothing past a cosine below every threshold is read."""
+        for cos, rank, item in near:
+            if cos < self.lowest:
+                return None
+            if cos >= self.needs(rank, sure):
+                return item
+        return None
+
+
+def ranks(hits: Sequence[Chunk]) -> dict[str, int]:
+    """Each chunk's first place among a message's ``hits`` (0: the best)."""
+    return {c.id: i for i, c in reversed(list(enumerate(hits)))}
 
 
 NEVER = 2.0  # above any cosine
@@ -280,17 +298,19 @@ class LearnedPairs:
         if not mine:
             return None
         cos = np.stack([p.vector for p in mine]) @ np.asarray(vector, dtype=np.float32)
-        rank = {c.id: i for i, c in reversed(list(enumerate(hits)))}
-        for j in np.argsort(-cos):
-            p, c = mine[int(j)], float(cos[int(j)])
-            if c < self.cfg.lowest:
-                return None
-            where = holder(snapshot, p.path, p.start, p.end)
-            if where is None or not _still_there(snapshot.chunks[where], p):
-                continue  # not in this index (now): the next sync retires it
-            if c >= self.cfg.needs(rank.get(snapshot.chunks[where].id), sure):
-                return Match(p, where, c)
-        return None
+        rank = ranks(hits)
+
+        def near() -> Iterator[tuple[float, int | None, Match]]:
+            for j in np.argsort(-cos):
+                p, c = mine[int(j)], float(cos[int(j)])
+                if c < self.cfg.lowest:
+                    return  # before holder's scan of the chunks: no farther pair can match
+                where = holder(snapshot, p.path, p.start, p.end)
+                if where is None or not _still_there(snapshot.chunks[where], p):
+                    continue  # not in this index (now): the next sync retires it
+                yield c, rank.get(snapshot.chunks[where].id), Match(p, where, c)
+
+        return self.cfg.first(near(), sure)
 
     # -- keeping true to the documents -------------------------------------------------------
 

@@ -34,14 +34,7 @@ from retrieval.search.gate import (
 from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
 from retrieval.search.languages import Languages
 from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker
-from retrieval.search.searcher import (
-    FUSIONS,
-    SearchConfig,
-    Searcher,
-    SearchResult,
-    reciprocal_rank,
-    without_pictographs,
-)
+from retrieval.search.searcher import FUSIONS, SearchConfig, Searcher, SearchResult, reciprocal_rank
 
 __all__ = [
     "DEFAULT_POINT_THRESHOLD",
@@ -83,5 +76,4 @@ __all__ = [
     "load_reranker",
     "reciprocal_rank",
     "round_thresholds",
-    "without_pictographs",
 ]

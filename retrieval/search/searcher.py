@@ -105,6 +105,10 @@ class Searcher:
         self.reranker = reranker
         self.languages = languages or Languages()
 
+    def message_vector(self, text: str) -> np.ndarray:
+        """A message's vector as search embeds it: without its pictographs."""
+        return self.embedder.embed_queries([without_pictographs(text)])[0]
+
     def search(
         self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None
     ) -> SearchResult:
@@ -117,7 +121,7 @@ class Searcher:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         full = " ".join([*context, query])
-        q = self.embedder.embed_queries([without_pictographs(full)])[0]
+        q = self.message_vector(full)
         timings["embed"] = _lap(t)
         lang = self.languages.question(query, snap)
         allowed = snap.within(folders)
