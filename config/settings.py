@@ -192,7 +192,7 @@ class Settings(BaseSettings):
         le=1,
         description="... or reaches this while the confirmed passage is also among the message's first "
         "FOOTNOTE_LEARN_MATCH_WITHIN search hits (at FOOTNOTE_LEARN_MATCH or above: off; default: measured per "
-        "model, 0.46 for MiniLM (off), 0.875 for multilingual-e5, see `python -m bench.matching`).",
+        "model, 0.46 for MiniLM (off), 0.88 for multilingual-e5, see `python -m bench.matching`).",
     )
     learn_match_within: int | None = Field(
         None,
