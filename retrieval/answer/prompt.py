@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from retrieval.answer.evidence import Numbered, sources_block
+from retrieval.ingest import ABBREVIATIONS
 from retrieval.models import Message
 
 INSTRUCTIONS = (
@@ -66,6 +67,16 @@ _STOPS = frozenset(b".!?")
 _DIGITS = frozenset(b"0123456789")
 _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") | _DIGITS
 _NOT_IN_TEXT = frozenset(b"\n[]")
+# A sentence goes on after an abbreviation's or a number's stop when a space and a
+# lower-case letter or a digit follow ("dvs. data", "Registreringsnr. på siden", "1. juli",
+# "e.g. the"): where the chunker does not end a sentence either, so the model can copy
+# one whole. After any other word ". " ends it: a small model asked to go on may write
+# the source's next sentence in lower case ("… i rapporten. hvis du …").
+_ABBREVIATED = tuple(sorted({w.encode() for a in ABBREVIATIONS for w in (a, a.capitalize())}))
+_TAIL = max(len(a) for a in _ABBREVIATED)  # what of a sentence the automaton keeps to tell
+_GOES_ON = frozenset(b"abcdefghijklmnopqrstuvwxyz") | _DIGITS
+_LATIN1_LEAD = 0xC3  # UTF-8's two-byte Latin-1 lower case (æ, ø, å, é, ü …): 0xC3, then 0xA0-0xBF
+_LATIN1_LOWER = range(0xA0, 0xC0)
 
 
 @dataclass(frozen=True)
@@ -73,9 +84,12 @@ class FormatCursor:
     """Where a partial answer stands in the answer format (one immutable step per byte)."""
 
     fmt: AnswerFormat
-    phase: str = "open"  # open "[" · num · space · first char · text · stop · inner stop · zero ("[0]")
+    # open "[" · num · space · first char · text · stop · inner stop · zero ("[0]") ·
+    # gap (". " after an abbreviation) · gap2 (a two-byte letter's first byte after it)
+    phase: str = "open"
     digits: str = ""
     lines: int = 0
+    tail: bytes = b""  # the sentence's last bytes, up to its stop: is it an abbreviation's?
 
     @property
     def can_end(self) -> bool:
@@ -112,19 +126,39 @@ class FormatCursor:
             if b in _NOT_IN_TEXT:
                 return None
             if b in _STOPS:
-                return self._to("inner" if p == "first" else "stop")
-            return self._to("text")
+                return self._to("inner" if p == "first" else "stop", b)
+            return self._to("text", b)
         if p == "inner":  # a stop before any other character must be followed by one (.5)
-            return self._to("text") if b in _ALNUM else None
+            return self._to("text", b) if b in _ALNUM else None
         if p == "stop":
-            if b in _ALNUM:
-                return self._to("text")  # 2.5, e.g: the stop did not end the sentence
-            if b == ord("\n") and self.lines + 1 < f.max_claims:
-                return FormatCursor(f, "open", "", self.lines + 1)
+            return self._after_stop(b)
+        if p == "gap":
+            if b == _LATIN1_LEAD:
+                return self._to("gap2")
+            return self._to("text", b) if b in _GOES_ON else None
+        if p == "gap2":
+            return self._to("text", b) if b in _LATIN1_LOWER else None
         return None
 
-    def _to(self, phase: str) -> FormatCursor:
-        return FormatCursor(self.fmt, phase, lines=self.lines)  # digits matter inside "num" only
+    def _after_stop(self, b: int) -> FormatCursor | None:
+        if b in _ALNUM:
+            return self._to("text", b)  # 2.5, e.g: the stop did not end the sentence
+        if b == ord(" ") and self.tail.endswith(b".") and self._abbreviated(self.tail[:-1]):
+            return self._to("gap")
+        if b == ord("\n") and self.lines + 1 < self.fmt.max_claims:
+            return FormatCursor(self.fmt, "open", "", self.lines + 1)
+        return None
+
+    @staticmethod
+    def _abbreviated(text: bytes) -> bool:
+        return text[-1:].isdigit() or text.endswith(_ABBREVIATED)
+
+    def _to(self, phase: str, byte: int | None = None) -> FormatCursor:
+        # digits matter inside "num" only; the tail inside a sentence only
+        tail = (self.tail + bytes([byte]))[-_TAIL - 1 :] if byte is not None else b""
+        if phase == "gap":
+            tail = self.tail
+        return FormatCursor(self.fmt, phase, lines=self.lines, tail=tail)
 
 
 @dataclass(frozen=True)
@@ -154,14 +188,17 @@ def answer_grammar(n_sentences: int, max_claims: int = MAX_CLAIMS) -> str:
     """GBNF: ``[0]`` alone, or 1..max_claims lines ``[n] text`` with n in 1..n_sentences."""
     numbers = " | ".join(f'"{i}"' for i in range(n_sentences, 0, -1))  # longest first: "12" before "1"
     more = " ".join(['("\\n" line)?'] * (max_claims - 1))
+    abbreviations = " | ".join(f'"{a.decode()}"' for a in _ABBREVIATED)
     return (
         f'root ::= "[0]" | line {more}\n'
         'line ::= "[" num "] " text\n'
         f"num ::= {numbers}\n"
         # One sentence per line: a stop ends the line unless a letter or digit follows it
-        # at once (2.5, e.g.), so the model cannot run on into a second, uncited sentence.
+        # at once (2.5, e.g.), or it closes an abbreviation and a space and a lower-case
+        # letter follow (dvs. data), so the model cannot run on into a second, uncited sentence.
         'text ::= char+ ("." | "!" | "?")\n'
-        "char ::= [^\\n\\[\\].!?] | [.!?] [a-zA-Z0-9]\n"
+        'char ::= [^\\n\\[\\].!?] | [.!?] [a-zA-Z0-9] | [.!?]? abbr ". " [a-z0-9\\u00E0-\\u00FF]\n'
+        f"abbr ::= [0-9] | {abbreviations}\n"
     )
 
 

@@ -9,6 +9,7 @@ extractor in ``formats/`` and list it in ``extract._registry``.
 from __future__ import annotations
 
 from retrieval.ingest.chunk import (
+    ABBREVIATIONS,
     LINE_LOCATORS,
     ChunkerConfig,
     TokenCounter,
@@ -28,6 +29,7 @@ from retrieval.ingest.sandbox import ExtractionRunner
 from retrieval.ingest.sync import PIPELINE_VERSION, Indexer, Progress, SourceFile, SyncReport, walk
 
 __all__ = [
+    "ABBREVIATIONS",
     "LINE_LOCATORS",
     "PIPELINE_VERSION",
     "ChunkerConfig",

@@ -190,7 +190,7 @@ _LINE_STARTS_UNIT = re.compile(r"\s*([-*+]\s|\d{1,3}[.)]\s|#|>|\||<)")  # "2019.
 # Words whose stop abbreviates and does not end a sentence when the text goes on in lower
 # case or a number ("f.eks. moms", "ca. 5", "e.g. the"); and a number's ("1. juli": a Danish
 # date, an ordinal). Before a capital such a stop still ends one ("… mv. Derefter").
-_ABBREVIATIONS = frozenset(
+ABBREVIATIONS = frozenset(
     [
         "f.eks",
         "bl.a",
@@ -291,7 +291,7 @@ def _abbreviated(content: str, m: re.Match[str]) -> bool:
     if word is None:
         return False
     w = word.group(1).lstrip("([\"'").lower()
-    return (w.isdigit() and len(w) <= 2) or w in _ABBREVIATIONS
+    return (w.isdigit() and len(w) <= 2) or w in ABBREVIATIONS
 
 
 def _soft_wrap(content: str, m: re.Match[str], fenced: Callable[[int], bool]) -> bool:

@@ -26,6 +26,10 @@ def _accepts(text: str, fmt: AnswerFormat = FMT) -> bool:
         "[1] Version 2.5 is out.\n[4] Über alles!",
         "[1] One.\n[2] Two.\n[3] Three?",
         "[3] .5 of them.",
+        "[1] Data (dvs. data, der er ældre) fjernes.",  # an abbreviation goes on in lower case
+        "[1] Feltet Registreringsnr. på siden Virksomhedsoplysninger.",  # å: two bytes
+        "[2] Caches, e.g. the CDN, expire.\n[1] Fra 1. juli.",
+        "[1] Se pkt. 5 i aftalen.",
     ],
 )
 def test_the_format_accepts_what_the_grammar_allows(text: str) -> None:
@@ -41,6 +45,10 @@ def test_the_format_accepts_what_the_grammar_allows(text: str) -> None:
         "[0] Something.",  # [0] stands alone
         "It is 5 minutes.",  # no number
         "[1] Two sentences. On one line.",
+        "[1] Vælg i rapporten. hvis du vil.",  # after a word that abbreviates nothing ". " ends it
+        "[1] Se nr. Øh, to sætninger.",  # a capital after an abbreviation starts one, in Danish too
+        "[1] Is it nr? and one line.",  # only a "." abbreviates
+        "[1] Se nr.  to mellemrum.",
         "[1] No stop at the end",
         "[1] One.\n[2] Two.\n[3] Three.\n[4] Four.",  # three lines at most
         "[1] One.\n[0]",  # [0] only as the whole answer
@@ -94,12 +102,29 @@ SOURCES = (
 )
 
 
+DANISH_SOURCES = (
+    "SOURCES\n"
+    "[1] Data, der ikke er lovpligtige (dvs. data, der er ældre end fem år), fjernes automatisk.\n"
+    "[2] Indtast CVR-nummeret i feltet Registreringsnr. på siden Virksomhedsoplysninger.\n\nQUESTION\n"
+)
+
+
 @pytest.mark.slow
-def test_the_automaton_decodes_exactly_like_the_gbnf_grammar(real_model: LanguageModel) -> None:
+@pytest.mark.parametrize(
+    ("sources", "question"),
+    [
+        (SOURCES, "How fast must a SEV1 page be acknowledged?"),
+        (SOURCES, "What is the capital of Peru?"),
+        (DANISH_SOURCES, "Hvilke data fjernes automatisk?"),
+        (DANISH_SOURCES, "Hvor indtaster man CVR-nummeret?"),
+    ],
+)
+def test_the_automaton_decodes_exactly_like_the_gbnf_grammar(
+    real_model: LanguageModel, sources: str, question: str
+) -> None:
     fmt = AnswerFormat(2)
-    for question in ("How fast must a SEV1 page be acknowledged?", "What is the capital of Peru?"):
-        msgs = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": SOURCES + question}]
-        real_model.complete(msgs, 48, grammar=fmt.gbnf())  # the two runs compared start from one cache state
-        by_grammar = real_model.complete(msgs, 48, grammar=fmt.gbnf())
-        by_automaton = real_model.complete(msgs, 48, grammar=fmt)
-        assert by_automaton == by_grammar and _accepts(by_automaton, fmt)
+    msgs = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": sources + question}]
+    real_model.complete(msgs, 48, grammar=fmt.gbnf())  # the two runs compared start from one cache state
+    by_grammar = real_model.complete(msgs, 48, grammar=fmt.gbnf())
+    by_automaton = real_model.complete(msgs, 48, grammar=fmt)
+    assert by_automaton == by_grammar and _accepts(by_automaton, fmt)
