@@ -17,9 +17,9 @@ it):
   a teammate confirmed a passage for a need on the same topic, and that question, asked
   before its own was confirmed, would get that other passage as a confirmed answer.
 
-The chosen thresholds have the most hits, less the wrong ones and the direct questions taken
-over (each of those loses its own answer: ``footnote eval --replay`` measured it), over all
-corpora while letting at most
+The chosen thresholds have the most hits, less the wrong ones, the direct questions taken
+over (each of those loses its own answer: ``footnote eval --replay`` measured it) and the
+unanswerable messages matched (each is answered wrongly), over all corpora while letting at most
 ``--max-ood`` unanswerable chatty messages match, and taking over at most ``--max-taken``
 direct questions, on each corpus, per embedding model: each corpus is
 indexed with the model ``FOOTNOTE_EMBED_MODEL`` (``auto``) gives it, and each model's
@@ -210,8 +210,8 @@ def _choose(model: str, runs: list[Run], max_ood: int, max_taken: int) -> None:
     cfg, counts = max(
         ok,
         key=lambda t: (
-            sum(c.hits - c.wrong - c.taken for c in t[1]),  # a question taken over loses its own answer
-            -sum(c.ood + c.direct_ood for c in t[1]),
+            # a question taken over loses its own answer; an unanswerable one matched is answered wrongly
+            sum(c.hits - c.wrong - c.taken - c.ood - c.direct_ood for c in t[1]),
             (t[0].alone, t[0].with_passage, t[0].over_sure, -t[0].within),  # the strictest of equals
         ),
     )

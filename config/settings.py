@@ -183,8 +183,8 @@ class Settings(BaseSettings):
         ge=0,
         le=1,
         description="A message whose cosine to a confirmed one (same scope) reaches this is answered from its passage, "
-        "unless search is sure of another passage on its own (default: the threshold measured for the embedding "
-        "model, 0.46 for MiniLM, 0.95 for multilingual-e5).",
+        "unless search is sure on its own (default: the threshold measured for the embedding "
+        "model, 0.47 for MiniLM, 0.925 for multilingual-e5).",
     )
     learn_match_top: float | None = Field(
         None,
@@ -192,14 +192,14 @@ class Settings(BaseSettings):
         le=1,
         description="... or reaches this while the confirmed passage is also among the message's first "
         "FOOTNOTE_LEARN_MATCH_WITHIN search hits (at FOOTNOTE_LEARN_MATCH or above: off; default: measured per "
-        "model, 0.46 for MiniLM (off), 0.88 for multilingual-e5, see `python -m bench.matching`).",
+        "model, 0.46 for MiniLM, 0.88 for multilingual-e5, see `python -m bench.matching`).",
     )
     learn_match_within: int | None = Field(
         None,
         ge=1,
         le=20,
         description="How many of a message's first search hits may hold the confirmed passage for "
-        "FOOTNOTE_LEARN_MATCH_TOP (default: measured per model, 3 for multilingual-e5).",
+        "FOOTNOTE_LEARN_MATCH_TOP (default: measured per model, 3 for MiniLM, 4 for multilingual-e5).",
     )
 
     # The model.

@@ -105,7 +105,7 @@ def test_a_pair_never_takes_over_a_sure_search_of_another_passage_unless_told(
     v = embedder.embed_queries([LATER])[0]
     assert pairs.match(v, None, snap, [other], sure=False) is not None  # search unsure: the pair answers
     assert pairs.match(v, None, snap, [other], sure=True) is None  # search sure of another passage
-    assert pairs.match(v, None, snap, [confirmed], sure=True) is not None  # ... or of the confirmed one
+    assert pairs.match(v, None, snap, [confirmed], sure=True) is None  # ... even of the confirmed passage
     pairs.cfg = MatchConfig(pairs.cfg.alone, pairs.cfg.with_passage, over_sure=pairs.cfg.alone)
     assert pairs.match(v, None, snap, [other], sure=True) is not None
 
@@ -127,7 +127,7 @@ def test_a_pair_needs_a_lower_cosine_when_its_passage_is_among_the_first_hits(
     assert pairs.match(v, None, snap, [a, b, c], sure=False) is None  # the cosine alone falls short
     assert pairs.match(v, None, snap, [a, confirmed, b], sure=False) is not None  # second hit: within 2
     assert pairs.match(v, None, snap, [a, b, confirmed], sure=False) is None  # third: beyond
-    assert pairs.match(v, None, snap, [a, confirmed, b], sure=True) is not None  # agreement beats a sure search
+    assert pairs.match(v, None, snap, [a, confirmed, b], sure=True) is None  # a sure search answers on its own
 
 
 def test_a_pair_follows_its_words_when_an_edit_moves_them_and_retires_when_they_are_gone(
