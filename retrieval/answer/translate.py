@@ -9,6 +9,9 @@ quoted evidence stays verbatim in English. Measured on dev's documents with its 
 questions translated into Danish by hand (``bench/data/crosslang/dev-da``): R@4 of the
 direct questions 0.625 untranslated, 0.906 translated by the packaged 0.5B and 0.969 by
 the 1.5B (English as asked: 0.969); of the chatty ones 0.219, 0.438 and 0.625 (0.750).
+Asked with a system message and three examples (:func:`translation_messages`) instead of
+one instruction, the 0.5B reached 0.906 and 0.594 there, and on danish-dev's documents asked
+in English (``bench/data/crosslang/danish-dev-en``) 0.562 and 0.438 instead of 0.500 and 0.219.
 A translation that fails (a slow model, an error, an empty reply) is a value, ``None``:
 the question is searched as asked.
 """
@@ -19,18 +22,43 @@ import logging
 from collections.abc import Callable
 
 from retrieval.errors import FootnoteError
-from retrieval.models import LanguageModel
+from retrieval.models import LanguageModel, Message
 
 log = logging.getLogger(__name__)
 
 Translate = Callable[[str, str], str | None]  # (text, target language) -> the text in it, or None
 
-PROMPTS = {
-    "en": "Translate this message into English. Keep names, product names and technical terms as they are. "
-    "Reply with the translation only.\n\nMessage: {text}",
-    "da": "Oversæt denne besked til dansk. Behold navne, produktnavne og fagudtryk som de er. "
-    "Svar kun med oversættelsen.\n\nBesked: {text}",
+# Who the model is (a system message), then three examples of the task as earlier turns of
+# the conversation (a question, a chatty message, a statement: what is translated), each in
+# the other language and its translation; the instructions and examples never change, so
+# llama.cpp reuses their cached prefix. Asked in one user message with "Keep names, product
+# names and technical terms as they are", the 0.5B answered the question instead of
+# translating it ("… er: /path/to/xml/file.xml"), or repeated "Denne besked kan oversættes
+# til:", and left a Danish drive's terms in English: the examples stop both. The examples
+# are our own, on no corpus's topic.
+SYSTEM = {
+    "en": "You translate messages from Danish into English. Reply with the English translation of the message only: "
+    "never answer it, never explain it. Keep names and product names as they are.",
+    "da": "You translate messages from English into Danish. Reply with the Danish translation of the message only: "
+    "never answer it, never explain it. Keep names and product names as they are.",
 }
+_EXAMPLES = (
+    ("How many vacation days do new employees get in their first year?",
+     "Hvor mange feriedage får nye medarbejdere i deres første år?"),
+    ("hey, where do I hand in my badge when I leave? reception says they don't take them",
+     "hej, hvor afleverer jeg mit adgangskort, når jeg stopper? receptionen siger, de ikke tager imod dem"),
+    ("The meeting rooms on the third floor can be booked for at most two hours.",
+     "Mødelokalerne på tredje sal kan højst bookes i to timer."),
+)  # fmt: skip
+EXAMPLES = {"da": _EXAMPLES, "en": tuple((da, en) for en, da in _EXAMPLES)}
+
+
+def translation_messages(text: str, target: str) -> list[Message]:
+    """The conversation that asks for ``text`` in ``target`` (a language in :data:`SYSTEM`)."""
+    out: list[Message] = [{"role": "system", "content": SYSTEM[target]}]
+    for source, translated in EXAMPLES[target]:
+        out += [{"role": "user", "content": source}, {"role": "assistant", "content": translated}]
+    return [*out, {"role": "user", "content": " ".join(text.split())}]
 
 
 class Translator:
@@ -42,18 +70,13 @@ class Translator:
         self.deadline_s = deadline_s
 
     def __call__(self, text: str, target: str) -> str | None:
-        prompt = PROMPTS.get(target)
-        if prompt is None or not text.strip():
+        if target not in SYSTEM or not text.strip():
             return None
         # A translation is about as long as its text (about 3.5 characters a token); a model
         # that goes on past that is writing something else, and every token is time.
         budget = min(self.max_tokens, 16 + int(len(text) / 2.5))
         try:
-            out = self._model().complete(
-                [{"role": "user", "content": prompt.format(text=" ".join(text.split()))}],
-                budget,
-                deadline_s=self.deadline_s,
-            )
+            out = self._model().complete(translation_messages(text, target), budget, deadline_s=self.deadline_s)
         except FootnoteError as exc:  # the question is searched as asked
             log.warning("could not translate a question into %s: %s", target, exc)
             return None

@@ -12,10 +12,10 @@ from pydantic import ValidationError
 from bot import render
 from bot.builder import Builder
 from config.settings import Settings
-from retrieval.answer import Linker
+from retrieval.answer import Linker, Translator
 from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
 from retrieval.index import Bm25Index, tokenize
-from retrieval.models import E5Embedder, LanguageDetector
+from retrieval.models import E5Embedder, LanguageDetector, LanguageModel
 from retrieval.search import Languages
 from retrieval.search.engine import Engine
 from testkit.fakes import NeverCalledModel, ScriptedModel
@@ -170,3 +170,21 @@ def test_no_question_or_an_unsupported_language_is_a_short_refusal_without_the_m
 ) -> None:
     a = AnswerService(examples_engine.searcher, lambda: NeverCalledModel(), ANSWERING).answer(question)
     assert a.outcome is Outcome.REFUSED_GATE and a.reason.startswith(reason)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("Where do I find the form for reporting a broken laptop to the IT desk?", "da"),
+        ("Hvor finder jeg formularen til at melde en ødelagt bærbar til IT-afdelingen?", "en"),
+    ],
+)
+def test_the_packaged_model_translates_a_question_and_does_not_answer_it(
+    real_model: LanguageModel, text: str, target: str
+) -> None:
+    """Asked in one message, the 0.5B answered questions it was to translate ("… er:
+    /path/to/xml/file.xml"); with a system message and three examples it translates."""
+    out = Translator(lambda: real_model)(text, target)
+    assert out is not None and LanguageDetector().detect(out).language == target
+    assert out.rstrip().endswith("?") and 0.5 <= len(out) / len(text) <= 2.0  # a question, of a like length
