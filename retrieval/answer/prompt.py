@@ -134,7 +134,7 @@ class FormatCursor:
             return self._after_stop(b)
         if p == "gap":
             if b == _LATIN1_LEAD:
-                return self._to("gap2")
+                return self._to("gap2", b)
             return self._to("text", b) if b in _GOES_ON else None
         if p == "gap2":
             return self._to("text", b) if b in _LATIN1_LOWER else None
@@ -144,7 +144,7 @@ class FormatCursor:
         if b in _ALNUM:
             return self._to("text", b)  # 2.5, e.g: the stop did not end the sentence
         if b == ord(" ") and self.tail.endswith(b".") and self._abbreviated(self.tail[:-1]):
-            return self._to("gap")
+            return self._to("gap", b)
         if b == ord("\n") and self.lines + 1 < self.fmt.max_claims:
             return FormatCursor(self.fmt, "open", "", self.lines + 1)
         return None
@@ -154,10 +154,8 @@ class FormatCursor:
         return text[-1:].isdigit() or text.endswith(_ABBREVIATED)
 
     def _to(self, phase: str, byte: int | None = None) -> FormatCursor:
-        # digits matter inside "num" only; the tail inside a sentence only
+        # digits matter inside "num" only; the tail inside a sentence only (``byte``: one of its)
         tail = (self.tail + bytes([byte]))[-_TAIL - 1 :] if byte is not None else b""
-        if phase == "gap":
-            tail = self.tail
         return FormatCursor(self.fmt, phase, lines=self.lines, tail=tail)
 
 

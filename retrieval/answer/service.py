@@ -40,15 +40,7 @@ from retrieval.answer.support import (
 from retrieval.answer.translate import Translate
 from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import LanguageModel, OnToken
-from retrieval.search import (
-    GateConfig,
-    GateDecision,
-    Languages,
-    Searcher,
-    SearchResult,
-    Verdict,
-    decide,
-)
+from retrieval.search import GateConfig, GateDecision, Languages, Searcher, SearchResult, Verdict, decide
 from retrieval.types import Hit
 
 DOCS_SAY = "The docs say:"

@@ -49,6 +49,7 @@ def test_the_format_accepts_what_the_grammar_allows(text: str) -> None:
         "[1] Se nr. Øh, to sætninger.",  # a capital after an abbreviation starts one, in Danish too
         "[1] Is it nr? and one line.",  # only a "." abbreviates
         "[1] Se nr.  to mellemrum.",
+        "[1] That is, i.e. g. no.",  # "e. g" is no "e.g": the space counts
         "[1] No stop at the end",
         "[1] One.\n[2] Two.\n[3] Three.\n[4] Four.",  # three lines at most
         "[1] One.\n[0]",  # [0] only as the whole answer
