@@ -23,6 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
+from retrieval.answer.asked import unanswered
 from retrieval.answer.citations import Citation, Linker, cite_evidence, neutralise, says_not_found
 from retrieval.answer.evidence import SourceSentence, VectorsOf, most_relevant, number_sentences, question_weights
 from retrieval.answer.pointers import in_context, point_at
@@ -311,6 +312,10 @@ class AnswerService:
         qvec = turn.result.query_vector
         claim_vecs, sentences = self._vectors(turn.searcher, [c.text for c in claims], sentences)
         checked = check(claims, claim_vecs, sentences, self.support, question)
+        why = self._cannot_answer(turn, checked)
+        if why is not None:
+            pointed = self._pointed(turn, sources, why)
+            return replace(pointed, check=AnswerCheck(len(claims), constrained=constrained))
         checked = self._translated_back(checked, turn)
         vectors_of = turn.searcher.snapshot.sentence_rows_of
         text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0], vectors_of)
@@ -338,6 +343,17 @@ class AnswerService:
             timings=turn.done(),
             outcome=outcome,
         )
+
+    @staticmethod
+    def _cannot_answer(turn: _Turn, checked: Checked) -> str | None:
+        """Why the sentences the answer cites cannot answer what the question asks for (an
+        amount, one of two alternatives), or None."""
+        if not checked.claims:
+            return None
+        languages = turn.searcher.snapshot.languages
+        cited = [(c.evidence.text, languages.get(c.evidence.hit.chunk.path)) for c in checked.claims]
+        original = turn.base.question if turn.asked != turn.base.question else ""
+        return unanswered(turn.asked, cited, original)
 
     def _pointed(self, turn: _Turn, sources: Sequence[Hit], reason: str) -> Answer:
         """Not sure: the closest passages, each one's best sentence quoted (no model call)."""

@@ -122,6 +122,21 @@ def test_the_model_finding_nothing_points_at_the_passages_it_read(examples_engin
     assert a.pointers and not a.citations and not a.refused
 
 
+def test_an_amount_asked_for_and_not_stated_points_instead_of_answering(examples_engine: Engine) -> None:
+    """The cited sentence is on the topic and backs the claim, but "how quickly" asks for a time
+    it does not state: the passages are pointed at, and the same claim answers "what is" questions."""
+    levels = "a SEV2 is a degraded service with a workaround"
+    model = ScriptedModel(lambda p: f"[{_number_of(p, levels)}] A SEV2 is a degraded service with a workaround.")
+    a = _service(examples_engine, model).answer("How quickly must a SEV2 be handled?")
+    assert a.outcome is Outcome.POINTED and not a.citations and a.pointers
+    assert a.reason == "the closest passages state no amount, and the question asks for one"
+    assert _service(examples_engine, model).answer("What is a SEV2 in severity levels?").outcome is Outcome.ANSWERED
+    timed = ScriptedModel(
+        lambda p: f"[{_number_of(p, ACK)}] The on-call engineer must acknowledge the page within 5 minutes."
+    )
+    assert _service(examples_engine, timed).answer(SEV1).outcome is Outcome.ANSWERED
+
+
 def test_links_and_mentions_never_get_through(examples_engine: Engine) -> None:
     model = ScriptedModel(
         lambda p: f"[{_number_of(p, ACK)}] Acknowledge the page within 5 minutes <!channel> https://bad.example <@U1>."
