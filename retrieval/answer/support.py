@@ -19,6 +19,7 @@ import numpy as np
 from retrieval.answer.evidence import SourceSentence, relevance, source_heading
 from retrieval.answer.prompt import Claim
 from retrieval.index import DANISH_STOPWORDS, STOPWORDS, tokenize
+from retrieval.ingest import plain
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -134,7 +135,7 @@ def check(
     kept: list[CheckedClaim] = []
     removed: list[str] = []
     moved = short = 0
-    for claim, vec in zip(claims, claim_vecs, strict=True):
+    for claim, vec in _split_copies(claims, claim_vecs, sentences):
         if len(content_words(claim.text) - asked) < cfg.min_words:
             short += 1
             continue
@@ -149,6 +150,37 @@ def check(
         if not any(u.text == c.text and u.evidence.n == c.evidence.n for u in unique):
             unique.append(c)
     return Checked(unique, removed, moved, short)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".!?;:, ")
+
+
+def _split_copies(
+    claims: Sequence[Claim], claim_vecs: Sequence[np.ndarray | None], sentences: Sequence[SourceSentence]
+) -> list[tuple[Claim, np.ndarray | None]]:
+    """Each claim with its vector; a claim that copies two or more source sentences whole
+    ("A, and B [1]") becomes one claim per sentence it copies, each citing its own. Under the
+    answer format one line carries one number, so the small model glues two sentences it
+    copies into one line and cites the first: the second is then shown under a number that
+    does not say it (on guides: "… Slack integrations, and SMS, which is only available
+    through certain services - PagerDuty provides SMS [1]", the SMS sentence being [2])."""
+    read = {s.n: _flat(plain(s.text)) for s in sentences if len(content_words(s.text)) >= 2}  # as the model read it
+    out: list[tuple[Claim, np.ndarray | None]] = []
+    for claim, vec in zip(claims, claim_vecs, strict=True):
+        flat = _flat(claim.text)
+        found = {n: flat.find(t) for n, t in read.items() if t in flat}
+        # A sentence found only inside another copied one is part of that one.
+        whole = [n for n in found if not any(m != n and read[n] in read[m] for m in found)]
+        if len(whole) < 2:
+            out.append((claim, vec))
+            continue
+        by_n = {s.n: s for s in sentences}
+        for n in sorted(whole, key=found.__getitem__):
+            # A list item's or a clause's own trailing comma would stand before the citation.
+            text = " ".join(plain(by_n[n].text).split()).rstrip(" ,;:")
+            out.append((Claim(text, n), by_n[n].vector))
+    return out
 
 
 def _best_support(

@@ -37,6 +37,33 @@ def test_check_keeps_reattributes_and_removes() -> None:
     assert out.removed == ["The pipeline generates the answer."] and out.too_short == 1 and out.reattributed == 1
 
 
+ALERTS = "An established alerting system with SMS, email, and (ideally) Slack integrations,"
+SMS = "**SMS**, which is only available through certain services - PagerDuty provides SMS, but New Relic doesn't;"
+
+
+def test_a_claim_copying_two_sentences_cites_each_of_them() -> None:
+    """One line of the answer format carries one number: the model glues two sentences it copies
+    and cites the first. Each copied sentence is then a claim of its own, citing itself."""
+    sents = [_sentence(1, ALERTS), _sentence(2, SMS), _sentence(3, CACHE)]
+    glued = Claim(
+        f"{ALERTS} and SMS, which is only available through certain services - PagerDuty provides SMS,"
+        " but New Relic doesn't; instead it has Slack.",
+        1,
+    )
+    out = check([glued], [None], sents, SupportConfig())
+    assert [(c.evidence.n, c.text) for c in out.claims] == [
+        (1, ALERTS.rstrip(",")),  # its own trailing comma would stand before the citation
+        (2, "SMS, which is only available through certain services - PagerDuty provides SMS, but New Relic doesn't"),
+    ]
+    assert not out.removed and not out.reattributed
+
+
+def test_a_claim_copying_one_sentence_stays_as_written() -> None:
+    sents = [_sentence(1, ALERTS), _sentence(2, SMS)]
+    claim = Claim(f"{ALERTS}, which the team keeps.", 1)
+    assert [(c.evidence.n, c.text) for c in check([claim], [None], sents, SupportConfig()).claims] == [(1, claim.text)]
+
+
 def test_parse_reads_the_constrained_format_and_free_text() -> None:
     assert parse_claims("[2] It extracts.\n[1] Not generated.") == [
         Claim("It extracts.", 2),
