@@ -30,10 +30,11 @@ Translate = Callable[[str, str], str | None]  # (text, target language) -> the t
 
 # Who the model is (a system message), then three examples of the task as earlier turns of
 # the conversation (a question, a chatty message, a statement: what is translated), each in
-# the other language and its translation. The instructions and examples never change, but
-# llama.cpp keeps only the last prompt's prefix, and an answer's prompt comes between a
-# question's translation and the answer's: measured, the examples cost about 0.45 s a
-# translation (docs/measurements.md, "A translation asked with examples"). Asked in one user message with "Keep names, product
+# the other language and its translation. The instructions and examples never change, and
+# the in-process model keeps their evaluated start (``retrieval.models.llm``), though an
+# answer's prompt comes between a question's translation and the answer's: without it the
+# examples cost about 0.45 s a translation (docs/measurements.md, "A translation asked with
+# examples", "Each kind of prompt keeps its start"). Asked in one user message with "Keep names, product
 # names and technical terms as they are", the 0.5B answered the question instead of
 # translating it ("… er: /path/to/xml/file.xml"), or repeated "Denne besked kan oversættes
 # til:", and left a Danish drive's terms in English: the examples stop both. The examples

@@ -4,7 +4,8 @@ In-process llama.cpp by default (greedy, the GGUF's own chat template, threads =
 cores); or any OpenAI-compatible chat server such as llama.cpp's. One llama.cpp
 context serves one completion at a time, so access is serialised with a lock.
 In-process, the next tokens can be drafted from the prompt (prompt-lookup decoding,
-:class:`_PromptLookup`) where that is measured to answer sooner.
+:class:`_PromptLookup`) where that is measured to answer sooner, and each kind of prompt
+starts from its own saved instructions (:class:`_PromptStarts`), whatever ran in between.
 
 Both accept a constraint on what the model can write (Footnote's answer format:
 every sentence starts with a valid source number): GBNF text, or a :class:`Constraint`
@@ -22,6 +23,7 @@ of pretending. Every call has one deadline: a slow or dead model gives a clear
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import json
 import os
@@ -125,6 +127,7 @@ class LlamaCppModel:
         self._lock = threading.Lock()
         self._pieces: _TokenPieces | None = None
         self._draft: _PromptLookup | None = None
+        self.starts = _PromptStarts(self._llm)
         self.weights: Report | None = None  # how load_model chose this form of the weights
         self.lookup: Report | None = None  # how load_model decided prompt lookup
 
@@ -168,6 +171,7 @@ class LlamaCppModel:
             from llama_cpp import LogitsProcessorList
 
             greedy = None if grammar is None or isinstance(grammar, str) else self._greedy(grammar)
+            kind = self.starts.before(messages)
             stream = self._llm.create_chat_completion(
                 messages=messages,  # type: ignore[arg-type]  # plain role/content dicts: what its TypedDicts describe
                 temperature=0.0,
@@ -187,6 +191,7 @@ class LlamaCppModel:
                         on_token(piece)
                 if time.monotonic() > end:
                     raise ModelError(f"the language model did not finish within {limit:.0f} s")
+            self.starts.after(kind)
             return "".join(parts)
         except ModelError:
             raise
@@ -229,6 +234,72 @@ class _PromptLookup:
         draft = self._lookup(input_ids, **kwargs)
         self.drafts += len(draft)
         return draft
+
+
+class _PromptStarts:
+    """The start of each kind of prompt, kept so that no call pays again for instructions
+    that another kind of call pushed out of llama.cpp's context.
+
+    llama.cpp reuses the longest start a prompt shares with the tokens in its context, and the
+    context holds only the last call's. A question's translation, its answer and each answer
+    sentence translated back alternate, so each call evaluated its fixed instructions (and a
+    translation its three examples, about 130 tokens) again. A prompt's kind is its
+    messages but the last (the instructions and examples); after a call, the context's
+    first ``keep`` tokens are saved (their KV cache, a few MB for the 0.5B) under its kind,
+    and loaded before the next call of that kind when another kind ran in between.
+    llama.cpp then evaluates only where the new prompt departs from the saved one, exactly as
+    when the same kind runs twice in a row. At most ``kinds`` are kept, the oldest dropped.
+    """
+
+    def __init__(self, llm: Any, keep: int = 320, kinds: int = 4) -> None:
+        self._llm = llm
+        self.keep = keep
+        self.kinds = kinds
+        self._saved: dict[str, tuple[np.ndarray, bytes]] = {}  # kind -> (its tokens, the context's state)
+        self._last: str | None = None  # the kind whose tokens the context holds now
+        self.loaded = 0  # starts loaded so far (for tests and curiosity)
+
+    @staticmethod
+    def kind(messages: list[Message]) -> str:
+        return json.dumps(messages[:-1], sort_keys=True)
+
+    def before(self, messages: list[Message]) -> str:
+        """Load the saved start of this kind of prompt when the context holds another kind's; its kind."""
+        kind = self.kind(messages)
+        saved = self._saved.get(kind)
+        if kind != self._last and saved is not None:
+            self._load(*saved)
+            self.loaded += 1
+        self._last = kind
+        return kind
+
+    def after(self, kind: str) -> None:
+        """Save the start of the call just made (its first ``keep`` tokens) under ``kind``."""
+        import llama_cpp
+
+        llm = self._llm
+        if llm.n_tokens > self.keep:  # the rest is this call's own question and answer: not kept
+            llm._ctx.kv_cache_seq_rm(-1, self.keep, -1)
+            llm.n_tokens = self.keep
+        ctx = llm._ctx.ctx
+        buf = (ctypes.c_uint8 * int(llama_cpp.llama_state_get_size(ctx)))()
+        n = int(llama_cpp.llama_state_get_data(ctx, buf, len(buf)))
+        self._saved.pop(kind, None)
+        self._saved[kind] = (llm.input_ids[: llm.n_tokens].copy(), bytes(buf)[:n])
+        while len(self._saved) > self.kinds:
+            self._saved.pop(next(iter(self._saved)))
+
+    def _load(self, tokens: np.ndarray, state: bytes) -> None:
+        import llama_cpp
+
+        llm = self._llm
+        buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if int(llama_cpp.llama_state_set_data(llm._ctx.ctx, buf, len(state))) != len(state):
+            llm.reset()  # a state that does not load: the prompt is evaluated whole, as before
+            return
+        llm.input_ids[: len(tokens)] = tokens
+        llm.n_tokens = len(tokens)
+        llm._requires_eval = True  # its logits are not live: llama-cpp-python evaluates at least one token again
 
 
 class _Discarded:

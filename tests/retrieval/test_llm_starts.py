@@ -1,0 +1,67 @@
+"""The packaged model keeps each kind of prompt's start: a translation after an answer starts
+from its saved instructions and examples, evaluates only its own words, and writes exactly
+what a fresh context writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from retrieval.answer.prompt import INSTRUCTIONS
+from retrieval.answer.translate import translation_messages
+from retrieval.models.llm import LanguageModel
+
+ANSWER = [
+    {"role": "system", "content": INSTRUCTIONS},
+    {"role": "user", "content": "SOURCES\n[1] The office closes at 17:00 on Fridays.\n\nQUESTION\nWhen does it close?"},
+]
+TRANSLATE = translation_messages("Hvornår lukker kontoret om fredagen?", "en")
+
+
+@pytest.fixture
+def evaluated(real_model: LanguageModel) -> Iterator[list[int]]:
+    """How many tokens each of llama.cpp's evaluations took, while the test runs."""
+    llm: Any = real_model._llm  # type: ignore[attr-defined]
+    counts: list[int] = []
+    plain = llm.eval
+
+    def counting(tokens: Any) -> None:
+        counts.append(len(tokens))
+        plain(tokens)
+
+    llm.eval = counting
+    try:
+        yield counts
+    finally:
+        del llm.eval  # the class's own method again
+
+
+@pytest.mark.slow
+def test_a_translation_after_an_answer_starts_from_its_saved_start(
+    real_model: LanguageModel, evaluated: list[int]
+) -> None:
+    starts: Any = real_model.starts  # type: ignore[attr-defined]
+    starts._saved.clear()
+    real_model._llm.reset()  # type: ignore[attr-defined]
+    fresh = real_model.complete(TRANSLATE, 24)
+    whole = evaluated[0]  # the whole prompt, from an empty context
+    real_model.complete(ANSWER, 24)
+    loaded, evaluated[:] = starts.loaded, []
+    again = real_model.complete(TRANSLATE, 24)
+    assert starts.loaded == loaded + 1
+    assert again == fresh and fresh.strip()
+    assert evaluated[0] < whole / 4  # the system message and three examples were not evaluated again
+
+
+@pytest.mark.slow
+def test_without_a_saved_start_another_kind_of_prompt_is_evaluated_whole(
+    real_model: LanguageModel, evaluated: list[int]
+) -> None:
+    starts: Any = real_model.starts  # type: ignore[attr-defined]
+    real_model.complete(ANSWER, 24)
+    starts._saved.clear()  # nothing kept: the context holds only the answer's start
+    loaded, evaluated[:] = starts.loaded, []
+    real_model.complete(TRANSLATE, 24)
+    assert starts.loaded == loaded and evaluated[0] > 100
