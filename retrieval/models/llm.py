@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import functools
 import json
+import logging
 import os
 import threading
 import time
@@ -40,6 +41,8 @@ import numpy as np
 
 from retrieval.errors import ModelError
 from retrieval.measured import Report
+
+log = logging.getLogger(__name__)
 
 Message = dict[str, str]
 OnToken = Callable[[str], None]
@@ -268,13 +271,27 @@ class _PromptStarts:
         kind = self.kind(messages)
         saved = self._saved.get(kind)
         if kind != self._last and saved is not None:
-            self._load(*saved)
+            self._safely(lambda: self._load(*saved))
             self.loaded += 1
         self._last = kind
         return kind
 
     def after(self, kind: str) -> None:
         """Save the start of the call just made (its first ``keep`` tokens) under ``kind``."""
+        self._safely(lambda: self._save(kind))
+
+    def _safely(self, step: Callable[[], None]) -> None:
+        """A saved start only saves time: when saving or loading one fails, the answer stands,
+        every start is dropped and the next prompt is evaluated whole."""
+        try:
+            step()
+        except Exception as exc:
+            log.warning("llama.cpp could not save or load a prompt's start (%s); evaluating prompts whole", exc)
+            self._saved.clear()
+            self._last = None
+            self._llm.reset()
+
+    def _save(self, kind: str) -> None:
         import llama_cpp
 
         llm = self._llm

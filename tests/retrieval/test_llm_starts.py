@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from retrieval.answer.prompt import INSTRUCTIONS
+from retrieval.answer.prompt import INSTRUCTIONS, AnswerFormat
 from retrieval.answer.translate import translation_messages
 from retrieval.models.llm import LanguageModel
 
@@ -65,3 +65,21 @@ def test_without_a_saved_start_another_kind_of_prompt_is_evaluated_whole(
     loaded, evaluated[:] = starts.loaded, []
     real_model.complete(TRANSLATE, 24)
     assert starts.loaded == loaded and evaluated[0] > 100
+
+
+@pytest.mark.slow
+def test_a_start_that_cannot_be_saved_loses_no_answer(
+    real_model: LanguageModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import llama_cpp
+
+    def broken(_ctx: Any) -> int:
+        raise RuntimeError("out of memory")
+
+    starts: Any = real_model.starts  # type: ignore[attr-defined]
+    real_model.complete(TRANSLATE, 24)
+    monkeypatch.setattr(llama_cpp, "llama_state_get_size", broken)
+    reply = real_model.complete(ANSWER, 24, grammar=AnswerFormat(1))
+    assert reply.startswith("[1]") and starts._saved == {}  # the answer stands; nothing half-saved is kept
+    monkeypatch.undo()
+    assert real_model.complete(TRANSLATE, 24).strip()  # the next prompt is evaluated whole
