@@ -166,6 +166,7 @@ def _split_copies(
     does not say it (on guides: "… Slack integrations, and SMS, which is only available
     through certain services - PagerDuty provides SMS [1]", the SMS sentence being [2])."""
     read = {s.n: _flat(plain(s.text)) for s in sentences if len(content_words(s.text)) >= 2}  # as the model read it
+    by_n = {s.n: s for s in sentences}
     out: list[tuple[Claim, np.ndarray | None]] = []
     for claim, vec in zip(claims, claim_vecs, strict=True):
         flat = _flat(claim.text)
@@ -175,7 +176,6 @@ def _split_copies(
         if len(whole) < 2:
             out.append((claim, vec))
             continue
-        by_n = {s.n: s for s in sentences}
         for n in sorted(whole, key=found.__getitem__):
             # A list item's or a clause's own trailing comma would stand before the citation.
             text = " ".join(plain(by_n[n].text).split()).rstrip(" ,;:")

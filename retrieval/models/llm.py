@@ -247,8 +247,8 @@ class _PromptStarts:
     context holds only the last call's. A question's translation, its answer and each answer
     sentence translated back alternate, so each call evaluated its fixed instructions (and a
     translation its three examples, about 130 tokens) again. A prompt's kind is its
-    messages but the last (the instructions and examples); after a call, the context's
-    first ``keep`` tokens are saved (their KV cache, a few MB for the 0.5B) under its kind,
+    messages but the last (the instructions and examples); after the first call of a kind,
+    the context's first ``keep`` tokens are saved (their KV cache, a few MB for the 0.5B) under its kind,
     and loaded before the next call of that kind when another kind ran in between.
     llama.cpp then evaluates only where the new prompt departs from the saved one, exactly as
     when the same kind runs twice in a row. At most ``kinds`` are kept, the oldest dropped.
@@ -272,12 +272,16 @@ class _PromptStarts:
         saved = self._saved.get(kind)
         if kind != self._last and saved is not None:
             self._safely(lambda: self._load(*saved))
-            self.loaded += 1
         self._last = kind
         return kind
 
     def after(self, kind: str) -> None:
-        """Save the start of the call just made (its first ``keep`` tokens) under ``kind``."""
+        """Save the start of the call just made (its first ``keep`` tokens) under ``kind``,
+        unless that kind's start is saved already: the instructions it holds are the same, and
+        a run of one kind (every answer on an English drive) need not copy them each time."""
+        if kind in self._saved:
+            self._saved[kind] = self._saved.pop(kind)  # the most recently used: dropped last
+            return
         self._safely(lambda: self._save(kind))
 
     def _safely(self, step: Callable[[], None]) -> None:
@@ -301,7 +305,6 @@ class _PromptStarts:
         ctx = llm._ctx.ctx
         buf = (ctypes.c_uint8 * int(llama_cpp.llama_state_get_size(ctx)))()
         n = int(llama_cpp.llama_state_get_data(ctx, buf, len(buf)))
-        self._saved.pop(kind, None)
         self._saved[kind] = (llm.input_ids[: llm.n_tokens].copy(), bytes(buf)[:n])
         while len(self._saved) > self.kinds:
             self._saved.pop(next(iter(self._saved)))
@@ -317,6 +320,7 @@ class _PromptStarts:
         llm.input_ids[: len(tokens)] = tokens
         llm.n_tokens = len(tokens)
         llm._requires_eval = True  # its logits are not live: llama-cpp-python evaluates at least one token again
+        self.loaded += 1
 
 
 class _Discarded:
