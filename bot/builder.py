@@ -45,12 +45,12 @@ from retrieval.index import Storage, open_storage
 from retrieval.ingest import ChunkerConfig, ExtractionRunner
 from retrieval.learn import LearnedPairs, MatchConfig
 from retrieval.models import (
-    E5Embedder,
     Embedder,
     LanguageModel,
     OpenAICompatibleModel,
     PackagedModel,
     limit_blas_threads,
+    load_e5,
     load_embedder,
     load_model,
     model_folder,
@@ -200,7 +200,7 @@ class Builder:
         s = self.settings
         choice = self.embedding_in_use = self.embedding_model()
         if choice == "multilingual-e5":
-            return E5Embedder()
+            return load_e5(s.data_dir / "models", s.embed_runtime, lean=s.memory_mb > 0)
         return load_embedder(
             model_folder(choice), runtime=s.embed_runtime, cache_dir=s.data_dir / "models", lean=s.memory_mb > 0
         )

@@ -252,7 +252,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     engine = rt.engine
     recs = engine.records()
     docs = [r.as_json() for r in recs.values()]
-    measured = measurements(settings.data_dir / "models")
+    measured = measurements(settings.data_dir / "models", lean=settings.memory_mb > 0)
     skipped = engine.indexer.skipped()
     planted = engine.flagged()
     if as_json:
@@ -289,8 +289,10 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     _print_totals(recs)
     langs = engine.manifest.languages()
     said = ", ".join(f"{n} {lang}" for lang, n in sorted(langs.items())) if langs else "not known yet (no sync)"
-    click.echo(f"Languages: {said}; embedding model: {rt.embedding_model()}")
-    click.echo(f"Embedding runtime: {measured['embedding_runtime']}")
+    model = rt.embedding_model()
+    click.echo(f"Languages: {said}; embedding model: {model}")
+    runtime = measured["multilingual_runtime" if model == "multilingual-e5" else "embedding_runtime"]
+    click.echo(f"Embedding runtime: {runtime}")
     if not settings.llm_url:
         click.echo(f"Language model weights: {measured['llm_weights']}")
         click.echo(f"Prompt lookup: {measured['llm_prompt_lookup']}")

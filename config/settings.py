@@ -102,7 +102,9 @@ class Settings(BaseSettings):
     # The embedding runtime: "auto" times every runtime this CPU can run and takes the
     # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).
     embed_runtime: Literal["auto", "torch-fp32", "torch-bf16", "onnx", "onnx-int8"] = Field(
-        "auto", description="auto, torch-fp32, torch-bf16, onnx or onnx-int8."
+        "auto",
+        description="auto, torch-fp32, torch-bf16, onnx or onnx-int8 (for multilingual-e5: a sync's batches; "
+        "auto takes its own engine under FOOTNOTE_MEMORY_MB).",
     )
 
     # What serving may hold in memory: the embedding runtime and the form of the language

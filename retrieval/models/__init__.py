@@ -20,7 +20,9 @@ from retrieval.models.embed import (
     RuntimeChoiceReport,
     SentenceTransformerEmbedder,
     describe_cached_choice,
+    describe_cached_e5,
     load_cross_encoder,
+    load_e5,
     load_embedder,
     load_onnx_cross_encoder,
     model_folder,
@@ -42,10 +44,11 @@ from retrieval.models.lookup import LookupChoice, LookupReport, describe_cached_
 from retrieval.models.weights import Clock, ProbeCheck, WeightsChoice, WeightsReport, describe_cached_weights
 
 
-def measurements(models_dir: Path) -> dict[str, str]:
+def measurements(models_dir: Path, *, lean: bool = False) -> dict[str, str]:
     """What was measured on this machine (reads the caches, never measures): for `footnote status`."""
     return {
         "embedding_runtime": describe_cached_choice(models_dir),
+        "multilingual_runtime": describe_cached_e5(models_dir, lean=lean),
         "llm_weights": describe_cached_weights(models_dir),
         "llm_prompt_lookup": describe_cached_lookup(models_dir),
     }
@@ -101,6 +104,7 @@ __all__ = [
     "installed_version",
     "limit_blas_threads",
     "load_cross_encoder",
+    "load_e5",
     "load_embedder",
     "load_model",
     "load_onnx_cross_encoder",

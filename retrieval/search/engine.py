@@ -167,6 +167,10 @@ class Engine:
             with self._swap_lock:
                 self._searcher, self._generation, self._checked = fresh, generation, self._clock()
             if report.chunks_embedded:
+                # An embedder that loaded a runtime only for a sync's batches gives it back (multilingual-e5's).
+                release = getattr(self.embedder, "release", None)
+                if callable(release):
+                    release()
                 release_memory()
             self.last_sync = LastSync(self._wall(), report.seconds, report)
             return report

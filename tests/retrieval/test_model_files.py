@@ -11,6 +11,7 @@ def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_the
     live = tmp_path / "live"
     (live / "onnx" / "abc").mkdir(parents=True)
     (live / "embed-runtime.json").write_text('{"chosen": "onnx"}')
+    (live / "e5-runtime.json").write_text('{"trials": []}')
     (live / "onnx" / "abc" / "model.onnx").write_bytes(b"onnx")
     (live / "model.gguf").write_bytes(b"GGUF")
     (live / "model.f16-1a2b3c4d.gguf").write_bytes(b"GGUF f16")
@@ -19,6 +20,7 @@ def test_the_bench_reuses_the_live_runtime_choice_and_models_without_writing_the
     target = tmp_path / "bench" / "models"
     assert seed_models(live, target)
     assert (target / "embed-runtime.json").read_text() == '{"chosen": "onnx"}'
+    assert (target / "e5-runtime.json").read_text() == '{"trials": []}'
     assert not (target / "onnx").is_symlink() and (target / "onnx" / "abc" / "model.onnx").read_bytes() == b"onnx"
     assert (target / "model.gguf").is_symlink() and (target / "model.gguf").read_bytes() == b"GGUF"
     assert (target / "model.f16-1a2b3c4d.gguf").is_symlink()
