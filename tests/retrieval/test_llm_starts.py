@@ -1,6 +1,6 @@
 """The packaged model keeps each kind of prompt's start: a translation after an answer starts
 from its saved instructions and examples, evaluates only its own words, and writes exactly
-what a fresh context writes."""
+what a fresh context writes; and a reply that falls into a loop is cut short."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from retrieval.answer.prompt import INSTRUCTIONS, AnswerFormat
 from retrieval.answer.translate import translation_messages
-from retrieval.models.llm import LanguageModel
+from retrieval.models.llm import LanguageModel, looping
 
 ANSWER = [
     {"role": "system", "content": INSTRUCTIONS},
@@ -84,3 +84,32 @@ def test_a_start_that_cannot_be_saved_loses_no_answer(
     assert reply.startswith("[1]") and starts._saved == {}  # the answer stands; nothing half-saved is kept
     monkeypatch.undo()
     assert real_model.complete(TRANSLATE, 24).strip()  # the next prompt is evaluated whole
+
+
+def test_a_reply_that_falls_into_a_loop_is_cut_short(
+    real_model: LanguageModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 0.5B once wrote "1000…" for 156 tokens; the reply stops where the loop is plain."""
+    llm: Any = real_model._llm  # type: ignore[attr-defined]
+    produced: list[str] = []
+
+    def looping_stream(**_: Any) -> Iterator[dict[str, Any]]:
+        for piece in ["It was trained on 1", *["0"] * 200]:
+            produced.append(piece)
+            yield {"choices": [{"delta": {"content": piece}}]}
+
+    monkeypatch.setattr(llm, "create_chat_completion", looping_stream)
+    try:
+        reply = real_model.complete(ANSWER, 256)
+    finally:  # the starts saved from a context the fake stream never wrote: gone
+        starts: Any = real_model.starts  # type: ignore[attr-defined]
+        starts._saved.clear()
+        starts._last = None
+        llm.reset()
+    assert reply.startswith("It was trained on 10") and len(produced) < 40 and reply == "".join(produced)
+
+
+def test_only_a_plain_loop_counts_as_one() -> None:
+    assert looping("x" * 40) and looping("see 2.5 " + "ab" * 20) and looping("4242" * 9)
+    assert not looping("short 0000") and not looping("|---" * 12) and not looping("." * 40)
+    assert not looping("The page must be acknowledged within five minutes, then posted.")
