@@ -603,4 +603,5 @@ class Builder:
             warmup=self.warmup,
             prepare=self._prepare_to_answer,
             signing_secret=s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None,
+            prime=lambda: self.answers.prime(),
         )

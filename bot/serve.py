@@ -65,6 +65,7 @@ class Service:
     warmup: Warmup
     prepare: Callable[[], None]  # builds the engine and the answer service (loads the embedder)
     signing_secret: str | None = None  # HTTP mode: Slack signs its requests with it
+    prime: Callable[[], int] = lambda: 0  # asks each kind of prompt once (AnswerService.prime)
 
     @property
     def engine(self) -> Engine:
@@ -262,12 +263,14 @@ def warm_up(svc: Service, loads: Sequence[ModelLoad], opts: ServeOptions, stop: 
         if svc.has_index():
             svc.engine.searcher()
             w.ready(model_error)
+            _prime(svc, model_error)
             svc.sync()
         else:
             w.syncing()
             svc.sync(on_progress=w.syncing)
             svc.engine.searcher()
             w.ready(model_error)
+            _prime(svc, model_error)
         if stop.is_set():  # stopped meanwhile: nothing more to start
             return
         svc.schedule.start(svc.sync)
@@ -278,6 +281,16 @@ def warm_up(svc: Service, loads: Sequence[ModelLoad], opts: ServeOptions, stop: 
         stop.set()
         return
     threading.Thread(target=_measure_at_low_priority, args=(loads,), name="footnote-measure", daemon=True).start()
+
+
+def _prime(svc: Service, model_error: object) -> None:
+    """The first question after a start finds its prompts' starts saved; priming never stops a start."""
+    if model_error is not None:
+        return
+    try:
+        log.info("primed %d kinds of prompt", svc.prime())
+    except Exception as exc:  # only time is at stake: the first question meets the same model and says what is wrong
+        log.warning("could not prime the model's prompts: %s", exc)
 
 
 def _measure_at_low_priority(loads: Sequence[ModelLoad]) -> None:

@@ -14,6 +14,7 @@ left (or one too short to check, a bare "No.") is shown as the evidence itself.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -39,12 +40,16 @@ from retrieval.answer.support import (
     numbers,
 )
 from retrieval.answer.translate import Translate
+from retrieval.errors import FootnoteError
 from retrieval.learn import LearnedPairs, Match, Pair, holder
-from retrieval.models import LanguageModel, OnToken
+from retrieval.models import SUPPORTED, LanguageModel, OnToken
 from retrieval.search import GateConfig, GateDecision, Languages, Searcher, SearchResult, Verdict, decide
 from retrieval.types import Hit
 
 DOCS_SAY = "The docs say:"
+log = logging.getLogger(__name__)
+
+_PRIMER = "Hi."  # what a prompt is primed with: any short text; only the prompt's start is kept
 _WORDS = re.compile(r"[^\W_]")  # a letter or digit in any script
 
 
@@ -366,6 +371,31 @@ class AnswerService:
         return replace(
             turn.base, refused=False, reason=reason, pointers=pointers, timings=done, outcome=Outcome.POINTED
         )
+
+    def prime(self) -> int:
+        """Ask each kind of prompt this drive's questions begin with once, so that the first
+        question after a start finds its instructions (and a translation's examples) already
+        evaluated and saved (``retrieval.models.llm``): the answer's, and on a one-language
+        drive the translation into its language and back. Returns the calls made; a model that
+        fails here fails the same way on the first question, which says so."""
+        drive = set(self._searcher().snapshot.languages.values())
+        answers: set[str | None] = set(drive)
+        calls = 0
+        if self.translator is not None and len(drive) == 1:
+            answers.add(None)  # a translated question is answered without a language line
+            (into,) = drive
+            for target in (into, *(lang for lang in SUPPORTED if lang != into)):
+                self.translator(_PRIMER, target)
+                calls += 1
+        prompts = {m[0]["content"]: m for m in (build_prompt(_PRIMER, [], language=lang) for lang in answers)}
+        for _, messages in sorted(prompts.items()):  # one per system message: English has no language line
+            try:
+                self._model().complete(messages, 1, deadline_s=self.deadline_s)
+            except FootnoteError as exc:
+                log.warning("could not prime the answer's prompt: %s", exc)
+                return calls
+            calls += 1
+        return calls
 
     def searched_as(self, question: str) -> str:
         """What is searched for ``question``: itself, or its translation into the drive's language."""

@@ -117,20 +117,26 @@ def test_a_new_index_is_read_whole_first_and_a_restart_answers_before_its_sync(
             st = svc.warmup.state()
             phases.append((st.phase, st.done, st.total))
 
+        def prime() -> int:
+            phases.append((svc.warmup.state().phase, -1, -1))  # -1: the prompts primed here
+            return 0
+
         monkeypatch.setattr(svc, "sync", sync)
+        monkeypatch.setattr(svc, "prime", prime)
 
     first = _builder(tmp_path, embedder, slack).service()
     watched(first)
     warm_up(first, [], OPTS, threading.Event())
-    # New index: syncing while it syncs, with counts (3 of 3 documents read), ready after.
-    assert phases == [(Phase.SYNCING, 0, 0), (Phase.SYNCING, 3, 3)]
+    # New index: syncing while it syncs, with counts (3 of 3 documents read), ready after, then primed.
+    assert phases == [(Phase.SYNCING, 0, 0), (Phase.SYNCING, 3, 3), (Phase.READY, -1, -1)]
     assert first.warmup.state().phase is Phase.READY
 
     phases.clear()
     again = _builder(tmp_path, embedder, slack).service()  # a restart on the same data dir
     watched(again)
     warm_up(again, [], OPTS, threading.Event())
-    assert phases[0][0] is Phase.READY  # answering from the index already there while it syncs
+    assert phases[0] == (Phase.READY, -1, -1)  # primed before its sync, answering from the index already there
+    assert phases[1][0] is Phase.READY
 
 
 def test_a_warm_up_that_fails_stops_the_server_and_healthz_says_broken(

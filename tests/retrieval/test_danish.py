@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +15,9 @@ from bot import render
 from bot.builder import Builder
 from config.settings import Settings
 from retrieval.answer import Linker, Translator
+from retrieval.answer.prompt import build_prompt
 from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
+from retrieval.answer.translate import translation_messages
 from retrieval.index import Bm25Index, tokenize
 from retrieval.models import E5Embedder, LanguageDetector, LanguageModel, SentenceTransformerEmbedder
 from retrieval.models import embed as embed_module
@@ -283,3 +286,24 @@ def test_a_sync_that_embedded_gives_back_what_its_batches_loaded(
     assert releasing.released == 1
     engine.sync()  # nothing changed: nothing embedded, nothing to give back
     assert releasing.released == 1
+
+
+def test_a_start_primes_each_kind_of_prompt_its_drive_s_questions_begin_with(
+    examples_engine: Engine, real_model: LanguageModel
+) -> None:
+    starts: Any = real_model.starts  # type: ignore[attr-defined]
+    starts._saved.clear()
+    starts._last = None
+    translator = Translator(lambda: real_model)
+    svc = AnswerService(examples_engine.searcher, lambda: real_model, ANSWERING, translator=translator)
+    assert svc.prime() == 3  # an English drive: translations into English and into Danish, and the answer's
+    kinds = {
+        starts.kind(translation_messages("x", "en")),
+        starts.kind(translation_messages("x", "da")),
+        starts.kind(build_prompt("x", [], language="en")),
+    }
+    assert set(starts._saved) == kinds
+    loaded = starts.loaded
+    svc.answer("Hvor hurtigt skal en SEV1-alarm kvitteres?")  # the first question finds its translation's start
+    assert starts.loaded > loaded
+    assert AnswerService(examples_engine.searcher, lambda: real_model, ANSWERING).prime() == 1  # no translator
