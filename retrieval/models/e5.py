@@ -11,8 +11,8 @@ PyTorch. It runs on the machine's cores (OpenMP); this module never sets the env
 
 Batches (a sync's passages and sentences) may run elsewhere: :func:`read_packed` reads the
 same 4-bit file as arrays (its vocabulary, normalisation map and tensors), and
-``retrieval.models.embed`` runs those weights with PyTorch where that measures faster on
-this CPU (``choose_e5_runtime``). The weights are the same numbers, so the vectors are the
+``retrieval.models.embed`` runs those weights with ONNX Runtime or PyTorch where that
+measures faster on this CPU and no memory limit is set (``choose_e5_runtime``). The weights are the same numbers, so the vectors are the
 same model's: cosine ≥ 0.9999 to the engine's on the dev set's chunks, and the index stamp
 stays :data:`NAME`. Questions always go to the engine (a process that only answers never
 imports PyTorch).

