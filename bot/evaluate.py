@@ -183,7 +183,8 @@ def _answers(
     rows = run_answers(b.answers, qs, oods, progress=progress, language_of=b.languages.detect)
     result: dict[str, Any] = {"model": b.model.name, "summary": summarise(rows), "rows": rows_json(rows)}
     if replayed is not None:
-        result["replayed"], result["replay_file"] = replayed, replay_file
+        result["replayed"], result["replay_failed"] = replayed.confirmed, replayed.failed
+        result["replay_file"] = replay_file
     styles = by_style(rows)
     if styles:
         result["by_style"] = {style: summarise(sub) for style, sub in styles.items()}

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.errors import ModelError
 from retrieval.index.manifest import DocRecord, totals
 from retrieval.index.store import StoredIndex
 from retrieval.ingest.chunk import ChunkerConfig
@@ -305,6 +306,20 @@ class NeverCalledModel:
 
     def complete(self, messages: list[Message], max_tokens: int, *args: object, **kwargs: object) -> str:
         raise AssertionError("the language model was called")
+
+
+class FailingModel:
+    """A language model that never finishes in time: every call fails as a real one's deadline does."""
+
+    name = "failing"
+    supports_grammar = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, messages: list[Message], max_tokens: int, *args: object, **kwargs: object) -> str:
+        self.calls += 1
+        raise ModelError("the language model did not finish within 30 s")
 
 
 class TimedModel(ScriptedModel):

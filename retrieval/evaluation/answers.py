@@ -52,6 +52,7 @@ class AnswerRow:
     asked_in: str = ""  # the question's language, as the service told it
     answered_in: str = ""  # an answer's language, by the detector ("" when not answered or too short)
     sentence_hit: bool = False  # a cited sentence alone (without the excerpt around it) contains the needle
+    failed: bool = False  # no answer at all: the model or the service failed (counted as refused)
 
     @property
     def kind(self) -> str:
@@ -130,6 +131,7 @@ def score(
         a.language or "",
         answered_in,
         bool(needle) and not a.refused and in_sentence(needle, a.citations),
+        a.outcome is Outcome.ERROR,
     )
 
 
@@ -157,21 +159,34 @@ def run_answers(
     return rows
 
 
-def replay(service: AnswerService, first: Sequence[Any], progress: Progress = lambda _m: None) -> int:
+@dataclass(frozen=True)
+class Replayed:
+    """What a replay did: passages confirmed, and questions that got no answer at all (a
+    model that timed out on a busy CPU, or crashed): their passages could not be confirmed,
+    so every figure after the replay is lower than the drive can do."""
+
+    confirmed: int
+    failed: int
+
+
+def replay(service: AnswerService, first: Sequence[Any], progress: Progress = lambda _m: None) -> Replayed:
     """Ask each of ``first`` and confirm the passage that showed its needle (a cited span, or a
-    pointer's quote), as a satisfied teammate would click; how many were confirmed."""
-    confirmed = 0
+    pointer's quote), as a satisfied teammate would click."""
+    confirmed = failed = 0
     for i, q in enumerate(first, start=1):
         try:
             a = service.answer(q.question)
         except FootnoteError:
-            continue
-        shown = holds(q.needle, a.citations if a.answered else a.pointers) if q.needle else None
-        if shown is not None and service.confirm(q.question, shown, None, "replay", "replay") is not None:
-            confirmed += 1
+            a = None
+        if a is None or a.outcome is Outcome.ERROR:
+            failed += 1
+        else:
+            shown = holds(q.needle, a.citations if a.answered else a.pointers) if q.needle else None
+            if shown is not None and service.confirm(q.question, shown, None, "replay", "replay") is not None:
+                confirmed += 1
         if i % 10 == 0 or i == len(first):
-            progress(f"replay {i}/{len(first)}, {confirmed} confirmed")
-    return confirmed
+            progress(f"replay {i}/{len(first)}, {confirmed} confirmed" + (f", {failed} failed" if failed else ""))
+    return Replayed(confirmed, failed)
 
 
 def _share(k: int, n: int) -> dict[str, Any]:
@@ -218,6 +233,7 @@ def summarise(rows: Sequence[AnswerRow]) -> dict[str, Any]:
         "shown_as_evidence": sum(r.shown_as_evidence for r in rows if r.answered),
         "ood": len(outside),
         "ood_answered": _share(sum(r.answered for r in outside), len(outside)),
+        "failed": sum(r.failed for r in rows),
         "seconds_p50": _pct(model_times, 0.5),
         "seconds_p95": _pct(model_times, 0.95),
     }

@@ -176,7 +176,17 @@ def format_answers(answers: dict[str, Any]) -> str:
         f"  answer time (model called): p50 {s['seconds_p50']:.2f} s, p95 {s['seconds_p95']:.2f} s",
     ]
     if answers.get("replayed") is not None:
-        lines.append(f"  replayed {answers['replay_file']}: {answers['replayed']} passages confirmed before scoring")
+        failed = answers.get("replay_failed", 0)
+        lines.append(
+            f"  replayed {answers['replay_file']}: {answers['replayed']} passages confirmed before scoring"
+            + (f" ({failed} questions got no answer, so nothing to confirm)" if failed else "")
+        )
+    if s.get("failed") or answers.get("replay_failed"):
+        # A figure lowered by failures measures the machine, not the drive: say so where it is read.
+        lines.append(
+            f"  warning: {s.get('failed', 0)} scored and {answers.get('replay_failed', 0)} replayed questions got an "
+            "error, not an answer (counted as refused): a busy CPU or a failing model; run the eval alone"
+        )
     for p in answers.get("paired", []):
         lines.append(f"  vs earlier run, {p['metric']:21} +{p['wins']}/−{p['losses']}, p = {p['p']:.4f}")
     lines += [

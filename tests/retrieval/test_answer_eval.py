@@ -5,6 +5,7 @@ from __future__ import annotations
 from retrieval.answer.citations import Citation
 from retrieval.answer.service import Answer, AnswerCheck, Outcome
 from retrieval.evaluation.answers import by_style, compare, needle_share, rows_from_json, rows_json, score, summarise
+from retrieval.evaluation.report import format_answers
 
 NEEDLE = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes."
 
@@ -74,3 +75,21 @@ def test_rows_by_style_put_unstyled_rows_with_the_direct_style() -> None:
     assert summarise(styles["course"])["ood_answered"]["k"] == 1
     assert summarise(styles["ticket"])["answered"]["k"] == 0
     assert by_style([score("a", "", "q", NEEDLE, _answer("x [1].", [NEEDLE]), 1.0, False)]) == {}
+
+
+def test_a_question_that_got_an_error_is_counted_refused_and_the_report_warns() -> None:
+    failed = Answer("q", True, "error: too slow", "", [], outcome=Outcome.ERROR)
+    rows = [
+        score("a", "", "q", NEEDLE, _answer("It is 5 minutes [1].", [NEEDLE]), 1.0, False),
+        score("b", "", "q", NEEDLE, failed, 30.0, False),
+    ]
+    assert [r.failed for r in rows] == [False, True] and rows[1].kind == "refused"
+    s = summarise(rows)
+    assert s["failed"] == 1 and s["answered"]["k"] == 1
+    assert rows_from_json(rows_json(rows)) == rows
+    answers = {"model": "m", "summary": s, "replayed": 3, "replay_failed": 2, "replay_file": "first.jsonl"}
+    text = format_answers(answers)
+    assert "3 passages confirmed before scoring (2 questions got no answer, so nothing to confirm)" in text
+    assert "warning: 1 scored and 2 replayed questions got an error" in text
+    clean = format_answers({"model": "m", "summary": summarise(rows[:1]), "replayed": 3, "replay_file": "f"})
+    assert "warning" not in clean and "3 passages confirmed before scoring\n" in clean + "\n"

@@ -11,12 +11,14 @@ import pytest
 
 from retrieval.answer import Linker
 from retrieval.answer.service import AnswerService, Outcome
+from retrieval.evaluation.answers import Replayed, replay
+from retrieval.evaluation.suite import Question
 from retrieval.index import SqliteRecords
 from retrieval.learn import NEVER, LearnedPairs, MatchConfig, scope_key
 from retrieval.models.embed import SentenceTransformerEmbedder
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
-from testkit.fakes import NeverCalledModel, ScriptedModel
+from testkit.fakes import FailingModel, NeverCalledModel, ScriptedModel
 from tests.conftest import EXAMPLES, make_engine
 
 ASKED = "got paged for a sev1, how long until I have to ack it?"
@@ -195,3 +197,24 @@ def test_a_pair_another_embedding_model_embedded_matches_only_once_embedded_agai
     assert pair.id == pid and pair.model == "multilingual-e5" and pair.user == "U1"
     a = _service(engine, other, ScriptedModel(_copy_the_ack_sentence)).answer(LATER, folders=["ops"])
     assert a.answered and a.learned == pid
+
+
+def test_replay_confirms_the_passage_it_showed_and_counts_questions_that_got_no_answer(
+    drive: tuple[Engine, Path, LearnedPairs],
+) -> None:
+    engine, _, pairs = drive
+    needle = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes"
+    first = [Question("q1", ASKED, needle), Question("q2", "Who approves a rollback?", "nothing shows this needle")]
+    done = replay(_service(engine, pairs, NeverCalledModel()), first)  # both pointed at: no model call
+    assert done == Replayed(confirmed=1, failed=0)
+    (pair,) = pairs.all()
+    assert needle in pair.quote and pair.message == ASKED
+    # Answered, and the model fails on every question (a busy CPU): nothing confirmed, and it is said.
+    model = FailingModel()
+    svc = AnswerService(
+        engine.searcher,
+        lambda: model,
+        GateConfig(2.0, point=3.0),
+        learned=LearnedPairs(SqliteRecords(engine.docs_folder().parent / "other.sqlite3", "learned")),
+    )
+    assert replay(svc, first) == Replayed(confirmed=0, failed=2) and model.calls == 2
