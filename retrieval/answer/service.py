@@ -397,10 +397,12 @@ class AnswerService:
             calls += 1
         return calls
 
-    def searched_as(self, question: str) -> str:
-        """What is searched for ``question``: itself, or its translation into the drive's language."""
+    def searched_as(self, question: str) -> tuple[str, bool]:
+        """What is searched for ``question`` (itself, or its translation into the drive's
+        language), and whether a translation was wanted and failed (then it is itself)."""
         searcher = self._searcher()
-        return self._in_drive_language(searcher, question, searcher.languages.detect(question))[0]
+        text, into, took = self._in_drive_language(searcher, question, searcher.languages.detect(question))
+        return text, into is None and took is not None
 
     def _in_drive_language(
         self, searcher: Searcher, question: str, asked_in: str | None

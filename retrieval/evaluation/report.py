@@ -32,6 +32,11 @@ def format_eval(report: EvalReport) -> str:
         f"{'strategy':8} {'R@1':>5} {'R@4':>5} {'R@8':>5} {'R@20':>5}  {'MRR':>5}  lost  ctx/4  R@20 95% Wilson   what",
     ]
     lines += [_row(name, every[name]) for name in _ORDER if name in every]
+    if data.get("untranslated"):
+        lines.append(
+            f"warning: {data['untranslated']} of the questions could not be translated into the drive's language "
+            "(a busy CPU or a failing model) and were searched as asked: their figures are lower; run the eval alone"
+        )
     for name in ("default", "rewrite"):
         styles = every.get(name, {}).get("by_style")
         if not styles:

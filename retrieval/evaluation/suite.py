@@ -140,6 +140,7 @@ class EvalReport:
     gate: GateConfig
     aucs: dict[str, float] = field(default_factory=dict)  # the gate signal's parts, in-domain vs OOD
     by_style: dict[str, dict[str, Any]] = field(default_factory=dict)  # the gate per question style
+    untranslated: int = 0  # questions whose translation failed (searched as asked: their figures are lower)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -167,6 +168,7 @@ class EvalReport:
             "gate_signal": self.signals,
             "gate_auc": self.aucs,
             "gate_by_style": self.by_style,
+            "untranslated": self.untranslated,
         }
 
 
@@ -282,18 +284,23 @@ def run_eval(
     default_label: str = "default",
     progress: Callable[[str], None] = lambda _msg: None,
     rewriter: Rewrite | None = None,
-    searched_as: Callable[[str], str] | None = None,
+    searched_as: Callable[[str], tuple[str, bool]] | None = None,
 ) -> EvalReport:
     """Every strategy on the same questions, the paired tests, and the refusal sweep.
 
     ``searched_as`` is what the answer service searches for a question (a question in
-    another language than the drive's, translated into it): every strategy searches that."""
+    another language than the drive's, translated into it), and whether its translation
+    failed (then it is searched as asked): every strategy searches that."""
     if not questions:
         raise ConfigError("no questions to evaluate")
+    untranslated = 0
     if searched_as is not None:
         progress("translating questions in another language than the drive's")
-        questions = [replace(q, question=searched_as(q.question)) for q in questions]
-        ood = [replace(q, question=searched_as(q.question)) for q in ood]
+        searched = [searched_as(q.question) for q in (*questions, *ood)]
+        untranslated = sum(failed for _, failed in searched)
+        n = len(questions)
+        questions = [replace(q, question=text) for q, (text, _) in zip(questions, searched[:n], strict=True)]
+        ood = [replace(q, question=text) for q, (text, _) in zip(ood, searched[n:], strict=True)]
     runs: dict[str, StrategyRun] = {}
     progress("default pipeline")
     runs["default"], default_results = run_strategy("default", default_label, default, questions)
@@ -332,6 +339,7 @@ def run_eval(
         gate,
         aucs,
         styles,
+        untranslated,
     )
 
 

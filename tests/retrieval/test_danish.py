@@ -18,6 +18,8 @@ from retrieval.answer import Linker, Translator
 from retrieval.answer.prompt import build_prompt
 from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
 from retrieval.answer.translate import translation_messages
+from retrieval.evaluation.report import format_eval
+from retrieval.evaluation.suite import Question, run_eval
 from retrieval.index import Bm25Index, tokenize
 from retrieval.models import E5Embedder, LanguageDetector, LanguageModel, SentenceTransformerEmbedder
 from retrieval.models import embed as embed_module
@@ -165,6 +167,26 @@ def test_an_english_question_to_an_english_drive_is_never_translated(examples_en
     svc = AnswerService(examples_engine.searcher, lambda: ScriptedModel("[0]"), ANSWERING, translator=words)
     svc.answer("How fast must a SEV1 page be acknowledged?")
     assert words.asked == []
+
+
+def test_eval_counts_the_questions_whose_translation_failed_and_warns(examples_engine: Engine) -> None:
+    asked = "Hvor hurtigt skal on-call-ingeniøren kvittere for en SEV1-alarm?"
+    lost = "Hvem skal skrive evalueringen efter en hændelse, og hvornår skal den være færdig?"
+    words = _Dictionary({asked: "How fast must the on-call engineer acknowledge a SEV1 page?"})  # `lost`: None
+    svc = AnswerService(examples_engine.searcher, lambda: NeverCalledModel(), ANSWERING, translator=words)
+    english = "How fast must a SEV1 page be acknowledged?"
+    assert svc.searched_as(asked) == ("How fast must the on-call engineer acknowledge a SEV1 page?", False)
+    assert svc.searched_as(lost) == (lost, True) and svc.searched_as(english) == (english, False)
+    needle = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes"
+    qs = [Question("q1", asked, needle), Question("q2", lost, needle), Question("q3", english, needle)]
+    searcher = examples_engine.searcher()
+    report = run_eval(
+        searcher, [], qs, [], searcher.embedder, target=512, gate=ANSWERING, max_sources=4, searched_as=svc.searched_as
+    )
+    assert report.untranslated == 1 and report.as_json()["untranslated"] == 1
+    assert "warning: 1 of the questions could not be translated" in format_eval(report)
+    clean = run_eval(searcher, [], qs[:1], [], searcher.embedder, target=512, gate=ANSWERING, max_sources=4)
+    assert clean.untranslated == 0 and "warning" not in format_eval(clean)
 
 
 @pytest.mark.parametrize(
