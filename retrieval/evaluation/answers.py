@@ -135,6 +135,15 @@ def score(
     )
 
 
+def _ask(service: AnswerService, question: str) -> Answer:
+    """The service's answer, or an error answer: a model that timed out on one question is a
+    result (counted, and said), not a crash."""
+    try:
+        return service.answer(question)
+    except FootnoteError as exc:
+        return Answer(question, True, f"error: {exc}", "", [], outcome=Outcome.ERROR)
+
+
 def run_answers(
     service: AnswerService,
     questions: Sequence[Any],
@@ -148,10 +157,7 @@ def run_answers(
     every = [(q, False) for q in questions] + [(q, True) for q in ood]
     for i, (q, is_ood) in enumerate(every, start=1):
         t = time.perf_counter()
-        try:
-            a = service.answer(q.question)
-        except FootnoteError as exc:  # a model that timed out on one question is a result, not a crash
-            a = Answer(q.question, True, f"error: {exc}", "", [], outcome=Outcome.ERROR)
+        a = _ask(service, q.question)
         said = language_of(_CITE.sub("", a.text)) if a.answered and not a.check.shown_as_evidence else None
         rows.append(score(q.id, q.style, q.question, q.needle, a, time.perf_counter() - t, is_ood, said or ""))
         if i % 10 == 0 or i == len(every):
@@ -174,11 +180,8 @@ def replay(service: AnswerService, first: Sequence[Any], progress: Progress = la
     pointer's quote), as a satisfied teammate would click."""
     confirmed = failed = 0
     for i, q in enumerate(first, start=1):
-        try:
-            a = service.answer(q.question)
-        except FootnoteError:
-            a = None
-        if a is None or a.outcome is Outcome.ERROR:
+        a = _ask(service, q.question)
+        if a.outcome is Outcome.ERROR:
             failed += 1
         else:
             shown = holds(q.needle, a.citations if a.answered else a.pointers) if q.needle else None

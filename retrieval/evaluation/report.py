@@ -180,16 +180,16 @@ def format_answers(answers: dict[str, Any]) -> str:
         f"{s['shown_as_evidence']} answers shown as the evidence itself",
         f"  answer time (model called): p50 {s['seconds_p50']:.2f} s, p95 {s['seconds_p95']:.2f} s",
     ]
+    failed, replay_failed = s.get("failed", 0), answers.get("replay_failed", 0)  # 0 in an older run's JSON
     if answers.get("replayed") is not None:
-        failed = answers.get("replay_failed", 0)
         lines.append(
             f"  replayed {answers['replay_file']}: {answers['replayed']} passages confirmed before scoring"
-            + (f" ({failed} questions got no answer, so nothing to confirm)" if failed else "")
+            + (f" ({replay_failed} questions got no answer, so nothing to confirm)" if replay_failed else "")
         )
-    if s.get("failed") or answers.get("replay_failed"):
+    if failed or replay_failed:
         # A figure lowered by failures measures the machine, not the drive: say so where it is read.
         lines.append(
-            f"  warning: {s.get('failed', 0)} scored and {answers.get('replay_failed', 0)} replayed questions got an "
+            f"  warning: {failed} scored and {replay_failed} replayed questions got an "
             "error, not an answer (counted as refused): a busy CPU or a failing model; run the eval alone"
         )
     for p in answers.get("paired", []):
