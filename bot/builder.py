@@ -70,6 +70,7 @@ from retrieval.search import (
     Reranker,
     SearchConfig,
     load_reranker,
+    packaged_glossary,
 )
 
 log = logging.getLogger("footnote")
@@ -466,6 +467,7 @@ class Builder:
             rewriter=self.rewriter(),
             learned=self.learned,
             translator=self.translator(),
+            glossary=packaged_glossary() if s.glossary else None,
         )
 
     @cached_property

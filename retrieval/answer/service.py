@@ -43,7 +43,7 @@ from retrieval.answer.translate import Translate
 from retrieval.errors import FootnoteError
 from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import SUPPORTED, LanguageModel, OnToken
-from retrieval.search import GateConfig, GateDecision, Languages, Searcher, SearchResult, Verdict, decide
+from retrieval.search import GateConfig, GateDecision, Glossary, Languages, Searcher, SearchResult, Verdict, decide
 from retrieval.types import Hit
 
 DOCS_SAY = "The docs say:"
@@ -211,6 +211,7 @@ class AnswerService:
         rewriter: Rewrite | None = None,
         learned: LearnedPairs | None = None,
         translator: Translate | None = None,
+        glossary: Glossary | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -224,6 +225,7 @@ class AnswerService:
         self.rewriter = rewriter  # the question in the documents' words (retrieval.answer.rewrite), or None
         self.learned = learned  # the team's confirmed pairs, or None (nothing is learned)
         self.translator = translator  # a question in another language than the drive's, into it (or None)
+        self.glossary = glossary  # ... and its words, looked up in the drive's language (or None)
 
     def answer(
         self,
@@ -243,7 +245,8 @@ class AnswerService:
             timings = {"total": (time.perf_counter() - t0) * 1000}
             return Answer(question, True, reason, "", [], timings=timings, outcome=Outcome.REFUSED_GATE)
         searched, into, took = self._in_drive_language(searcher, question, asked_in)
-        result = searcher.search(searched, k=20, context=context, folders=folders)
+        glossed = self._glossed(searcher, searched, question, asked_in)
+        result = searcher.search(glossed, k=20, context=context, folders=folders)
         language = asked_in or result.language or Languages.main(searcher.snapshot)
         collection = (
             ", ".join(f.strip("/") + "/" if f.strip("/") else "all documents" for f in folders) if folders else None
@@ -401,8 +404,9 @@ class AnswerService:
         """What is searched for ``question`` (itself, or its translation into the drive's
         language), and whether a translation was wanted and failed (then it is itself)."""
         searcher = self._searcher()
-        text, into, took = self._in_drive_language(searcher, question, searcher.languages.detect(question))
-        return text, into is None and took is not None
+        asked_in = searcher.languages.detect(question)
+        text, into, took = self._in_drive_language(searcher, question, asked_in)
+        return self._glossed(searcher, text, question, asked_in), into is None and took is not None
 
     def _in_drive_language(
         self, searcher: Searcher, question: str, asked_in: str | None
@@ -417,6 +421,18 @@ class AnswerService:
         translated = self.translator(question, into)
         took = (time.perf_counter() - t) * 1000
         return (translated, into, took) if translated else (question, None, took)
+
+    def _glossed(self, searcher: Searcher, text: str, question: str, asked_in: str | None) -> str:
+        """``text`` (``question`` in the drive's language, or as asked when it could not be
+        translated) followed by the glossary's translations of ``question``'s words that the
+        drive uses, when ``question`` is in another language than a one-language drive's. Only
+        search reads them: the model is asked ``text``."""
+        drive = set(searcher.snapshot.languages.values())
+        if self.glossary is None or asked_in is None or len(drive) != 1 or asked_in in drive:
+            return text
+        (into,) = drive
+        words = self.glossary.glosses(question, asked_in, into, lambda w: searcher.snapshot.bm25.knows(w, into))
+        return " ".join([text, *words])
 
     def _translated_back(self, checked: Checked, turn: _Turn) -> Checked:
         """The checked sentences in the asker's language (their evidence stays verbatim). Only

@@ -9,7 +9,7 @@ the lease, the manifest and Slack's claims across replicas; BM25 and the
 
 from __future__ import annotations
 
-from retrieval.index.bm25 import DANISH_STOPWORDS, STOPWORDS, Bm25Index, tokenize
+from retrieval.index.bm25 import DANISH_STOPWORDS, STOPWORDS, Bm25Index, snowball, tokenize
 from retrieval.index.lease import FileLease, Lease, SharedLease
 from retrieval.index.manifest import (
     FAILED,
@@ -56,6 +56,7 @@ __all__ = [
     "StoredIndex",
     "VectorStore",
     "open_storage",
+    "snowball",
     "tokenize",
     "totals",
 ]

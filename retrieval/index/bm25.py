@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -308,19 +308,22 @@ def tokenize(text: str) -> list[str]:
 DANISH = "da"
 
 
+def snowball(language: str) -> Callable[[str], str]:
+    """Snowball's stemmer for ``language`` ("en", "da"), one word at a time (PyStemmer lives here)."""
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer({"en": "english", "da": "danish"}[language])
+    return lambda word: str(stemmer.stemWord(word))
+
+
 class DanishTerms:
     """A Danish word's extra terms: its stem, and the parts of a compound the drive knows."""
 
     def __init__(self, known: set[str]) -> None:
-        import Stemmer
-
-        self._stemmer = Stemmer.Stemmer("danish")
+        self.stem = snowball(DANISH)
         self.known = known  # words the drive's Danish text uses at least twice
-        self._known_stems = {self._stemmer.stemWord(w) for w in known}
+        self._known_stems = {self.stem(w) for w in known}
         self._cache: dict[str, tuple[str, ...]] = {}
-
-    def stem(self, word: str) -> str:
-        return str(self._stemmer.stemWord(word))
 
     def parts(self, word: str) -> tuple[str, ...]:
         """The most even split into two known words (a linking -s- or -e- may join them)."""
@@ -447,6 +450,10 @@ class Bm25Index:
         seen = sum(v for v in idf if v is not None)
         total = sum(self.max_idf if v is None else v for v in idf)
         return seen / total if total else 1.0
+
+    def knows(self, word: str, language: str | None = None) -> bool:
+        """Whether the corpus uses ``word`` (a Danish word: its stem, or both parts of it as a compound)."""
+        return self._idf_of(word, language) is not None
 
     def _idf_of(self, word: str, language: str | None) -> float | None:
         got = self.idf.get(word)

@@ -31,6 +31,7 @@ from retrieval.search.gate import (
     decide,
     gate_signal,
 )
+from retrieval.search.glossary import Glossary, packaged_glossary
 from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
 from retrieval.search.languages import Languages
 from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker
@@ -53,6 +54,7 @@ __all__ = [
     "FolderMismatch",
     "GateConfig",
     "GateDecision",
+    "Glossary",
     "Judge",
     "JudgeConfig",
     "JudgedReranker",
@@ -74,6 +76,7 @@ __all__ = [
     "format_calibration",
     "gate_signal",
     "load_reranker",
+    "packaged_glossary",
     "reciprocal_rank",
     "round_thresholds",
 ]

@@ -25,7 +25,7 @@ from retrieval.models import E5Embedder, LanguageDetector, LanguageModel, Senten
 from retrieval.models import embed as embed_module
 from retrieval.models.e5 import PASSAGE, QUERY, read_packed
 from retrieval.models.embed import E5Batches, E5Trial, choose_e5_runtime, e5_onnx_path, pick_e5
-from retrieval.search import Languages
+from retrieval.search import Languages, packaged_glossary
 from retrieval.search.engine import Engine
 from testkit.fakes import NeverCalledModel, ScriptedModel
 from tests.conftest import ANSWERING, EXAMPLES, make_engine
@@ -187,6 +187,28 @@ def test_eval_counts_the_questions_whose_translation_failed_and_warns(examples_e
     assert "warning: 1 of the questions could not be translated" in format_eval(report)
     clean = run_eval(searcher, [], qs[:1], [], searcher.embedder, target=512, gate=ANSWERING, max_sources=4)
     assert clean.untranslated == 0 and "warning" not in format_eval(clean)
+
+
+def test_a_question_s_words_are_also_searched_in_the_drive_s_language_and_the_model_reads_its_translation(
+    examples_engine: Engine,
+) -> None:
+    asked = "Hvor hurtigt skal on-call-ingeniøren kvittere for en SEV1-alarm?"
+    translated = "How fast must the on-call engineer acknowledge a SEV1 page?"
+    lost = "Hvor hurtigt skal ingeniøren svare?"
+    words = _Dictionary({asked: translated})
+    claim = "The on-call engineer must acknowledge the page within 5 minutes."
+    model = ScriptedModel(lambda p: next(x for x in p.splitlines() if "acknowledge the page" in x)[:4] + claim)
+    svc = AnswerService(
+        examples_engine.searcher, lambda: model, ANSWERING, translator=words, glossary=packaged_glossary()
+    )
+    # "hurtigt" and "ingeniøren" are in the glossary and the English drive uses "fast" and "engineer"
+    assert svc.searched_as(asked) == (f"{translated} fast engineer", False)
+    assert svc.searched_as(lost) == (f"{lost} fast engineer", True)  # not translated: still glossed
+    english = "How fast must a SEV1 page be acknowledged?"
+    assert svc.searched_as(english) == (english, False)  # the drive's own language: never glossed
+    svc.answer(asked)
+    prompt = model.calls[0][-1]["content"]
+    assert f"QUESTION\n{translated}\n" in prompt and "fast engineer" not in prompt  # glosses are for search
 
 
 @pytest.mark.parametrize(
