@@ -380,10 +380,13 @@ def _questions(question: str | None, from_file: Path | None) -> Iterator[str]:
 @click.pass_obj
 @_friendly
 def search(settings: Settings, question: str | None, k: int, as_json: bool, from_file: Path | None) -> None:
-    """Rank passages for QUESTION without calling the language model.
+    """Rank passages for QUESTION as `footnote ask` searches it, without an answer.
 
     Shows what the gate would do: answer it, point at the closest passages (not sure), or
-    refuse it (nothing is close). No learned pair is consulted: `footnote ask` does that.
+    refuse it (nothing is close). No learned pair is consulted: `footnote ask` does that. A
+    question in another language than the drive's is searched as `ask` searches it:
+    translated into the drive's language by the language model (FOOTNOTE_TRANSLATE), with
+    its words looked up in the glossary (FOOTNOTE_GLOSSARY); `--json` prints what was searched.
     """
     from retrieval.answer import locator_for
     from retrieval.search import decide
@@ -391,7 +394,8 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
     rt = Builder(settings)
     searcher = rt.engine.searcher()
     for q in _questions(question, from_file):
-        res = searcher.search(q, k=k)
+        searched = rt.answers.searched_as(q)
+        res = searcher.search(searched.text, k=k, glosses=searched.glosses)
         gate = decide(res, rt.gate_config(), settings.max_sources)
         rows: list[dict[str, Any]] = [
             {
@@ -412,6 +416,8 @@ def search(settings: Settings, question: str | None, k: int, as_json: bool, from
         outcome = {"answer": "answered", "point": "pointed", "refuse": "refused"}[gate.verdict.value]
         if as_json:
             line = {"query": q, "outcome": outcome, "answerable": gate.answerable, "gate": round(gate.signal, 4)}
+            if searched.text != q or searched.glosses:  # asked in another language than the drive's
+                line |= {"searched": searched.text, "glosses": searched.glosses, "untranslated": searched.failed}
             click.echo(json.dumps({**line, "reason": gate.reason, "results": rows}))
             continue
         verdict = {"answered": "answerable", "pointed": f"would be pointed at: {gate.reason}"}.get(

@@ -112,7 +112,7 @@ def evaluate(
             default_label=f"default: {settings.fusion} fusion + {reranker_label(settings)} rerank",
             progress=progress,
             rewriter=b.rewriter(),
-            searched_as=b.answers.searched_as if b.settings.translate != "off" else None,
+            searched_as=b.answers.searched_as,  # a question in another language: as the answer service searches it
         )
         answers = None
         if with_answers or replay_first:

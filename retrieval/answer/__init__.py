@@ -14,7 +14,7 @@ from retrieval.answer.links import LinkSigner, SignLink, VerifyLink, load_secret
 from retrieval.answer.pointers import EXCERPT_CHARS, POINTER_CHARS, point_at
 from retrieval.answer.probe import ANSWER_PROBE
 from retrieval.answer.rewrite import Rewrite, Rewriter, widen
-from retrieval.answer.service import DOCS_SAY, Answer, AnswerCheck, AnswerService, Outcome, Quoted
+from retrieval.answer.service import DOCS_SAY, Answer, AnswerCheck, AnswerService, Outcome, Quoted, Searched
 from retrieval.answer.support import content_words
 from retrieval.answer.translate import Translate, Translator
 
@@ -34,6 +34,7 @@ __all__ = [
     "Quoted",
     "Rewrite",
     "Rewriter",
+    "Searched",
     "SignLink",
     "Translate",
     "Translator",

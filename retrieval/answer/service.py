@@ -154,6 +154,17 @@ class Quoted(Protocol):
     def quote(self) -> str: ...
 
 
+@dataclass(frozen=True)
+class Searched:
+    """What search reads for a question: ``text``, the question in the drive's language (or as
+    asked); ``glosses``, the glossary's words beside it; ``failed``: a translation was wanted
+    and failed, so ``text`` is the question as asked."""
+
+    text: str
+    glosses: str = ""
+    failed: bool = False
+
+
 @dataclass
 class _Turn:
     """One question on its way through the service: what search found, the refusal every
@@ -245,8 +256,8 @@ class AnswerService:
             timings = {"total": (time.perf_counter() - t0) * 1000}
             return Answer(question, True, reason, "", [], timings=timings, outcome=Outcome.REFUSED_GATE)
         searched, into, took = self._in_drive_language(searcher, question, asked_in)
-        glossed = self._glossed(searcher, searched, question, asked_in)
-        result = searcher.search(glossed, k=20, context=context, folders=folders)
+        glosses = self._glosses(searcher, question, asked_in)
+        result = searcher.search(searched, k=20, context=context, folders=folders, glosses=glosses)
         language = asked_in or result.language or Languages.main(searcher.snapshot)
         collection = (
             ", ".join(f.strip("/") + "/" if f.strip("/") else "all documents" for f in folders) if folders else None
@@ -400,13 +411,12 @@ class AnswerService:
             calls += 1
         return calls
 
-    def searched_as(self, question: str) -> tuple[str, bool]:
-        """What is searched for ``question`` (itself, or its translation into the drive's
-        language), and whether a translation was wanted and failed (then it is itself)."""
+    def searched_as(self, question: str) -> Searched:
+        """What is searched for ``question``, as :meth:`answer` searches it."""
         searcher = self._searcher()
         asked_in = searcher.languages.detect(question)
         text, into, took = self._in_drive_language(searcher, question, asked_in)
-        return self._glossed(searcher, text, question, asked_in), into is None and took is not None
+        return Searched(text, self._glosses(searcher, question, asked_in), into is None and took is not None)
 
     def _in_drive_language(
         self, searcher: Searcher, question: str, asked_in: str | None
@@ -422,17 +432,16 @@ class AnswerService:
         took = (time.perf_counter() - t) * 1000
         return (translated, into, took) if translated else (question, None, took)
 
-    def _glossed(self, searcher: Searcher, text: str, question: str, asked_in: str | None) -> str:
-        """``text`` (``question`` in the drive's language, or as asked when it could not be
-        translated) followed by the glossary's translations of ``question``'s words that the
-        drive uses, when ``question`` is in another language than a one-language drive's. Only
-        search reads them: the model is asked ``text``."""
+    def _glosses(self, searcher: Searcher, question: str, asked_in: str | None) -> str:
+        """The glossary's translations of ``question``'s words that the drive uses, when
+        ``question`` is in another language than a one-language drive's (else ""). Search reads
+        them beside the question in the drive's language; the model is asked the question alone."""
         drive = set(searcher.snapshot.languages.values())
         if self.glossary is None or asked_in is None or len(drive) != 1 or asked_in in drive:
-            return text
+            return ""
         (into,) = drive
         words = self.glossary.glosses(question, asked_in, into, lambda w: searcher.snapshot.bm25.knows(w, into))
-        return " ".join([text, *words])
+        return " ".join(words)
 
     def _translated_back(self, checked: Checked, turn: _Turn) -> Checked:
         """The checked sentences in the asker's language (their evidence stays verbatim). Only

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.answer import Rewrite, widen
+from retrieval.answer import Rewrite, Searched, widen
 from retrieval.errors import ConfigError
 from retrieval.evaluation.cross_validation import auc, signal_aucs
 from retrieval.evaluation.metrics import (
@@ -76,6 +76,7 @@ class Question:
     question: str
     needle: str = ""
     style: str = ""
+    glosses: str = ""  # searched beside the question (``Searcher.search``): set from ``searched_as``
 
     @classmethod
     def from_json(cls, row: dict[str, Any], *, needs_needle: bool) -> Question:
@@ -223,7 +224,7 @@ def memory_snapshot(
 def run_strategy(
     name: str, label: str, searcher: Searcher, questions: Sequence[Question], k: int = 20
 ) -> tuple[StrategyRun, list[SearchResult]]:
-    results = [searcher.search(q.question, k=k) for q in questions]
+    results = [searcher.search(q.question, k=k, glosses=q.glosses) for q in questions]
     lost = destroyed(searcher.snapshot.chunks, [q.needle for q in questions])
     return scored(name, label, results, questions, len(lost)), results
 
@@ -284,23 +285,25 @@ def run_eval(
     default_label: str = "default",
     progress: Callable[[str], None] = lambda _msg: None,
     rewriter: Rewrite | None = None,
-    searched_as: Callable[[str], tuple[str, bool]] | None = None,
+    searched_as: Callable[[str], Searched] | None = None,
 ) -> EvalReport:
     """Every strategy on the same questions, the paired tests, and the refusal sweep.
 
     ``searched_as`` is what the answer service searches for a question (a question in
-    another language than the drive's, translated into it), and whether its translation
-    failed (then it is searched as asked): every strategy searches that."""
+    another language than the drive's: translated into it, with the glossary's words), and
+    whether its translation failed (then it is searched as asked): every strategy searches that."""
     if not questions:
         raise ConfigError("no questions to evaluate")
     untranslated = 0
     if searched_as is not None:
         progress("translating questions in another language than the drive's")
         searched = [searched_as(q.question) for q in (*questions, *ood)]
-        untranslated = sum(failed for _, failed in searched)
+        untranslated = sum(s.failed for s in searched)
         n = len(questions)
-        questions = [replace(q, question=text) for q, (text, _) in zip(questions, searched[:n], strict=True)]
-        ood = [replace(q, question=text) for q, (text, _) in zip(ood, searched[n:], strict=True)]
+        questions = [
+            replace(q, question=s.text, glosses=s.glosses) for q, s in zip(questions, searched[:n], strict=True)
+        ]
+        ood = [replace(q, question=s.text, glosses=s.glosses) for q, s in zip(ood, searched[n:], strict=True)]
     runs: dict[str, StrategyRun] = {}
     progress("default pipeline")
     runs["default"], default_results = run_strategy("default", default_label, default, questions)
@@ -323,7 +326,7 @@ def run_eval(
         wins, losses = paired(runs[a].ranks, runs[b].ranks, k)
         tests.append({"a": a, "b": b, "k": k, "wins": wins, "losses": losses, "p": sign_test(wins, losses)})
     progress("refusal sweep")
-    ood_results = [default.search(q.question, k=20) for q in ood]
+    ood_results = [default.search(q.question, k=20, glosses=q.glosses) for q in ood]
     facts = [facts_of(r) for r in default_results], [facts_of(r) for r in ood_results]
     aucs = signal_aucs(*facts, gate.coverage_weight, gate.sentence_weight) if ood else {}
     styles = style_gate(questions, ood, default_results, ood_results, gate, max_sources)

@@ -110,20 +110,34 @@ class Searcher:
         return self.embedder.embed_queries([without_pictographs(text)])[0]
 
     def search(
-        self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None
+        self,
+        query: str,
+        k: int = 20,
+        context: Sequence[str] = (),
+        folders: Sequence[str] | None = None,
+        glosses: str = "",
     ) -> SearchResult:
         """Rank chunks for ``query``; ``context`` (earlier questions in a thread) widens the query.
 
         ``folders`` (path prefixes) restricts the search to documents under them: a
         channel sees only its collection. Chunks outside are never candidates.
+        ``glosses`` (words of the drive's language a question in another language translates
+        to, ``retrieval.search.glossary``) are searched with the query and count in the gate's
+        vocabulary coverage: the small model's translation leaves words the drive never uses,
+        which made answerable questions look off-topic. Measured on danish-dev asked in English,
+        coverage of the query alone refused 10 of 64 answerable questions against 1, and 20 of
+        60 unanswerable ones against 3 (pointed at instead), none answered either way
+        (docs/measurements.md, "Words looked up").
         """
         snap = self.snapshot
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        full = " ".join([*context, query])
+        full = " ".join([*context, query, *([glosses] if glosses else [])])
         q = self.message_vector(full)
         timings["embed"] = _lap(t)
-        lang = self.languages.question(query, snap)
+        # Glosses are the drive's words: with them a translation that kept some of the asker's
+        # words is still read as the drive's language (its stems and compounds, for Danish).
+        lang = self.languages.question(f"{query} {glosses}" if glosses else query, snap)
         allowed = snap.within(folders)
         if not snap.chunks or (allowed is not None and not allowed.any()):
             return SearchResult(query, [], 1.0, snap.bm25.coverage(full, lang), timings, q, language=lang)

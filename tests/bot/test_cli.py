@@ -454,3 +454,18 @@ def test_ask_json_points_and_confirm_records_what_the_button_records(
     assert "No learned pairs" in runner.invoke(main, ["feedback", "--learned"]).output
     res = runner.invoke(main, ["feedback", "--forget", pair["id"]])
     assert res.exit_code == 1 and "no learned pair" in res.output
+
+
+def test_search_json_says_what_a_question_in_another_language_was_searched_as(
+    env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOOTNOTE_EMBED_RUNTIME", "torch-fp32")  # no runtime measurement in a fresh data dir
+    monkeypatch.setenv("FOOTNOTE_TRANSLATE", "off")  # the glossary alone: no model loads
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    danish = "Hvor hurtigt skal on-call-ingeniøren kvittere for en SEV1-alarm?"
+    out = json.loads(runner.invoke(main, ["search", "--json", danish]).output)
+    assert (out["searched"], out["glosses"], out["untranslated"]) == (danish, "fast engineer", False)
+    assert out["results"][0]["path"] == "on-call.md"
+    english = json.loads(runner.invoke(main, ["search", "--json", "How fast must a SEV1 page be acknowledged?"]).output)
+    assert "searched" not in english and english["results"][0]["path"] == "on-call.md"

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from bot import render
 from bot.builder import Builder
 from config.settings import Settings
-from retrieval.answer import Linker, Translator
+from retrieval.answer import Linker, Searched, Translator
 from retrieval.answer.prompt import build_prompt
 from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
 from retrieval.answer.translate import translation_messages
@@ -175,8 +175,8 @@ def test_eval_counts_the_questions_whose_translation_failed_and_warns(examples_e
     words = _Dictionary({asked: "How fast must the on-call engineer acknowledge a SEV1 page?"})  # `lost`: None
     svc = AnswerService(examples_engine.searcher, lambda: NeverCalledModel(), ANSWERING, translator=words)
     english = "How fast must a SEV1 page be acknowledged?"
-    assert svc.searched_as(asked) == ("How fast must the on-call engineer acknowledge a SEV1 page?", False)
-    assert svc.searched_as(lost) == (lost, True) and svc.searched_as(english) == (english, False)
+    assert svc.searched_as(asked) == Searched("How fast must the on-call engineer acknowledge a SEV1 page?")
+    assert svc.searched_as(lost) == Searched(lost, failed=True) and svc.searched_as(english) == Searched(english)
     needle = "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes"
     qs = [Question("q1", asked, needle), Question("q2", lost, needle), Question("q3", english, needle)]
     searcher = examples_engine.searcher()
@@ -202,13 +202,22 @@ def test_a_question_s_words_are_also_searched_in_the_drive_s_language_and_the_mo
         examples_engine.searcher, lambda: model, ANSWERING, translator=words, glossary=packaged_glossary()
     )
     # "hurtigt" and "ingeniøren" are in the glossary and the English drive uses "fast" and "engineer"
-    assert svc.searched_as(asked) == (f"{translated} fast engineer", False)
-    assert svc.searched_as(lost) == (f"{lost} fast engineer", True)  # not translated: still glossed
+    assert svc.searched_as(asked) == Searched(translated, "fast engineer")
+    assert svc.searched_as(lost) == Searched(lost, "fast engineer", failed=True)  # not translated: still glossed
     english = "How fast must a SEV1 page be acknowledged?"
-    assert svc.searched_as(english) == (english, False)  # the drive's own language: never glossed
+    assert svc.searched_as(english) == Searched(english)  # the drive's own language: never glossed
     svc.answer(asked)
     prompt = model.calls[0][-1]["content"]
     assert f"QUESTION\n{translated}\n" in prompt and "fast engineer" not in prompt  # glosses are for search
+
+
+def test_glosses_are_searched_and_counted_as_the_drive_s_words_beside_the_question(examples_engine: Engine) -> None:
+    searcher = examples_engine.searcher()
+    asked = "Hvor hurtigt skal man kvittere?"  # no word of it is in the English drive
+    plain = searcher.search(asked)
+    glossed = searcher.search(asked, glosses="fast engineer acknowledge")
+    assert glossed.query == asked and glossed.coverage > plain.coverage
+    assert glossed.hits[0].chunk.path == "on-call.md" and glossed.best_distance < plain.best_distance
 
 
 @pytest.mark.parametrize(
