@@ -57,9 +57,16 @@ class SpySearcher:
         )
         self.calls: list[tuple[str, tuple[str, ...], tuple[str, ...] | None]] = []
 
-    def search(self, query: str, k: int = 20, context: Sequence[str] = (), folders: Sequence[str] | None = None):  # type: ignore[no-untyped-def]
+    def search(  # type: ignore[no-untyped-def]
+        self,
+        query: str,
+        k: int = 20,
+        context: Sequence[str] = (),
+        folders: Sequence[str] | None = None,
+        glosses: str = "",
+    ):
         self.calls.append((query, tuple(context), None if folders is None else tuple(folders)))
-        return self.inner.search(query, k, context, folders)
+        return self.inner.search(query, k, context, folders, glosses)
 
 
 def _rank(hits, fragment: str) -> int | None:  # type: ignore[no-untyped-def]
