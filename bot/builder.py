@@ -467,7 +467,7 @@ class Builder:
             rewriter=self.rewriter(),
             learned=self.learned,
             translator=self.translator(),
-            glossary=packaged_glossary() if s.glossary else None,
+            glossary=packaged_glossary if s.glossary else None,
         )
 
     @cached_property

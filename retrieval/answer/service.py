@@ -165,6 +165,16 @@ class Searched:
     failed: bool = False
 
 
+def _other_drive_language(searcher: Searcher, asked_in: str | None) -> str | None:
+    """The language of a one-language drive when a question is asked in another (else None):
+    what the question is translated into and glossed in."""
+    drive = set(searcher.snapshot.languages.values())
+    if asked_in is None or len(drive) != 1 or asked_in in drive:
+        return None
+    (into,) = drive
+    return into
+
+
 @dataclass
 class _Turn:
     """One question on its way through the service: what search found, the refusal every
@@ -222,7 +232,7 @@ class AnswerService:
         rewriter: Rewrite | None = None,
         learned: LearnedPairs | None = None,
         translator: Translate | None = None,
-        glossary: Glossary | None = None,
+        glossary: Callable[[], Glossary] | None = None,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -236,7 +246,7 @@ class AnswerService:
         self.rewriter = rewriter  # the question in the documents' words (retrieval.answer.rewrite), or None
         self.learned = learned  # the team's confirmed pairs, or None (nothing is learned)
         self.translator = translator  # a question in another language than the drive's, into it (or None)
-        self.glossary = glossary  # ... and its words, looked up in the drive's language (or None)
+        self.glossary = glossary  # ... and its words, looked up in the drive's language (or None: not looked up)
 
     def answer(
         self,
@@ -423,10 +433,9 @@ class AnswerService:
     ) -> tuple[str, str | None, float | None]:
         """(the text to search, the language it was translated into or None, the ms it took):
         a question in another language than a one-language drive's, translated into the drive's."""
-        drive = set(searcher.snapshot.languages.values())
-        if self.translator is None or asked_in is None or len(drive) != 1 or asked_in in drive:
+        into = _other_drive_language(searcher, asked_in)
+        if self.translator is None or into is None:
             return question, None, None
-        (into,) = drive
         t = time.perf_counter()
         translated = self.translator(question, into)
         took = (time.perf_counter() - t) * 1000
@@ -436,12 +445,11 @@ class AnswerService:
         """The glossary's translations of ``question``'s words that the drive uses, when
         ``question`` is in another language than a one-language drive's (else ""). Search reads
         them beside the question in the drive's language; the model is asked the question alone."""
-        drive = set(searcher.snapshot.languages.values())
-        if self.glossary is None or asked_in is None or len(drive) != 1 or asked_in in drive:
+        into = _other_drive_language(searcher, asked_in)
+        if self.glossary is None or asked_in is None or into is None:
             return ""
-        (into,) = drive
-        words = self.glossary.glosses(question, asked_in, into, lambda w: searcher.snapshot.bm25.knows(w, into))
-        return " ".join(words)
+        glossary = self.glossary()  # loaded at the first question in another language
+        return " ".join(glossary.glosses(question, asked_in, into, lambda w: searcher.snapshot.bm25.knows(w, into)))
 
     def _translated_back(self, checked: Checked, turn: _Turn) -> Checked:
         """The checked sentences in the asker's language (their evidence stays verbatim). Only

@@ -199,7 +199,7 @@ def test_a_question_s_words_are_also_searched_in_the_drive_s_language_and_the_mo
     claim = "The on-call engineer must acknowledge the page within 5 minutes."
     model = ScriptedModel(lambda p: next(x for x in p.splitlines() if "acknowledge the page" in x)[:4] + claim)
     svc = AnswerService(
-        examples_engine.searcher, lambda: model, ANSWERING, translator=words, glossary=packaged_glossary()
+        examples_engine.searcher, lambda: model, ANSWERING, translator=words, glossary=packaged_glossary
     )
     # "hurtigt" and "ingeniøren" are in the glossary and the English drive uses "fast" and "engineer"
     assert svc.searched_as(asked) == Searched(translated, "fast engineer")
