@@ -167,11 +167,11 @@ class Searched:
 
 def _other_drive_language(searcher: Searcher, asked_in: str | None) -> str | None:
     """The language of a one-language drive when a question is asked in another (else None):
-    what the question is translated into and glossed in."""
-    drive = set(searcher.snapshot.languages.values())
-    if asked_in is None or len(drive) != 1 or asked_in in drive:
+    what the question is translated into and glossed in. One stray document in another
+    language (a licence, an author list) leaves a drive one language's (``Languages.dominant``)."""
+    into = Languages.dominant(searcher.snapshot)
+    if asked_in is None or into is None or asked_in == into:
         return None
-    (into,) = drive
     return into
 
 
@@ -402,12 +402,12 @@ class AnswerService:
         evaluated and saved (``retrieval.models.llm``): the answer's, and on a one-language
         drive the translation into its language and back. Returns the calls made; a model that
         fails here fails the same way on the first question, which says so."""
-        drive = set(self._searcher().snapshot.languages.values())
-        answers: set[str | None] = set(drive)
+        snap = self._searcher().snapshot
+        answers: set[str | None] = set(snap.languages.values())
         calls = 0
-        if self.translator is not None and len(drive) == 1:
+        into = Languages.dominant(snap)
+        if self.translator is not None and into is not None:
             answers.add(None)  # a translated question is answered without a language line
-            (into,) = drive
             for target in (into, *(lang for lang in SUPPORTED if lang != into)):
                 self.translator(_PRIMER, target)
                 calls += 1

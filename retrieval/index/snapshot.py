@@ -38,6 +38,7 @@ class Snapshot:
     n_sections: int = field(init=False, repr=False, compare=False)
     _masks: dict[tuple[str, ...], np.ndarray] = field(init=False, repr=False, compare=False)
     languages: dict[str, str] = field(default_factory=dict, compare=False)  # document -> its language
+    passages_in: dict[str, int] = field(init=False, repr=False, compare=False)  # language -> its passages
     _masks_lock: threading.Lock = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -54,6 +55,12 @@ class Snapshot:
         set_(self, "section_of", section_of)
         set_(self, "has_sentences", has_sentences)
         set_(self, "n_sections", len(groups))
+        counts: dict[str, int] = {}
+        for c in self.chunks:
+            lang = self.languages.get(c.path)
+            if lang is not None:
+                counts[lang] = counts.get(lang, 0) + 1
+        set_(self, "passages_in", counts)
         set_(self, "_masks", {})
         set_(self, "_masks_lock", threading.Lock())
 

@@ -19,6 +19,11 @@ from retrieval.ingest import walk
 from retrieval.models import SUPPORTED, LanguageDetector
 
 ENGLISH = "en"
+# A drive is one language's when that language holds at least this share of its passages: a
+# Danish drive with an English licence or author list is still Danish, and an English question
+# to it is translated into Danish. A drive whose other language holds more is mixed: the
+# question is searched as asked (docs/measurements.md, "A stray document in another language").
+MAIN_SHARE = 0.9
 _TEXT = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm"})
 
 
@@ -89,6 +94,17 @@ class Languages:
         """The drive's language: the most documents'."""
         counts = Counter(snapshot.languages.values())
         return counts.most_common(1)[0][0] if counts else ENGLISH
+
+    @staticmethod
+    def dominant(snapshot: Snapshot, share: float = MAIN_SHARE) -> str | None:
+        """The language holding at least ``share`` of the drive's passages; None when the
+        drive is mixed or empty."""
+        counts = snapshot.passages_in
+        total = sum(counts.values())
+        if not total:
+            return None
+        lang, n = max(counts.items(), key=lambda kv: kv[1])
+        return lang if n >= share * total else None
 
     @staticmethod
     def supported(language: str | None) -> bool:

@@ -360,3 +360,47 @@ def test_a_start_primes_each_kind_of_prompt_its_drive_s_questions_begin_with(
     svc.answer("Hvor hurtigt skal en SEV1-alarm kvitteres?")  # the first question finds its translation's start
     assert starts.loaded > loaded
     assert AnswerService(examples_engine.searcher, lambda: real_model, ANSWERING).prime() == 1  # no translator
+
+
+_LICENCE_DA = (
+    "# Licens\n\nDenne håndbog må frit kopieres og deles, så længe forfatterne nævnes. Spørgsmål om brugen "
+    "af teksten sendes til personaleafdelingen, som svarer inden for en uge.\n"
+)
+
+
+def _drive_with(tmp_path: Path, english_sections: int, danish: int) -> Path:
+    """The example handbook, an English guide of ``english_sections`` sections, and ``danish``
+    copies of a Danish licence note."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for src in EXAMPLES.iterdir():
+        (docs / src.name).write_bytes(src.read_bytes())
+    topics = ["parking", "printing", "lockers", "visitors", "kitchen", "mail", "bikes", "plants", "music", "desks"]
+    guide = "# Office guide\n\n" + "".join(
+        f"## The {t} rules\n\nEvery team member who uses the {t} follows the {t} rules written here. "
+        f"Questions about the {t} go to the facilities desk, which answers within two working days. "
+        f"The {t} rules were last reviewed in March, and the next review of the {t} is due in September.\n\n"
+        for t in topics[:english_sections]
+    )
+    (docs / "office-guide.md").write_text(guide, encoding="utf-8")
+    for i in range(danish):
+        (docs / f"licens-{i}.md").write_text(_LICENCE_DA, encoding="utf-8")
+    return docs
+
+
+@pytest.mark.parametrize(("english_sections", "danish", "translated"), [(10, 1, True), (0, 3, False)])
+def test_a_stray_document_in_another_language_leaves_a_drive_one_language_s_and_a_mixed_drive_is_not_translated(
+    embedder: SentenceTransformerEmbedder, tmp_path: Path, english_sections: int, danish: int, translated: bool
+) -> None:
+    engine = make_engine(embedder, tmp_path / "data", _drive_with(tmp_path, english_sections, danish))
+    engine.sync()
+    snap = engine.searcher().snapshot
+    share = snap.passages_in.get("da", 0) / sum(snap.passages_in.values())
+    assert set(snap.languages.values()) == {"en", "da"}  # two languages either way
+    assert (share < 0.1) is translated  # an English licence-sized stray, or a tenth of the drive and more
+    asked = "Hvor hurtigt skal on-call-ingeniøren kvittere for en SEV1-alarm?"
+    english = "How fast must the on-call engineer acknowledge a SEV1 page?"
+    words = _Dictionary({asked: english})
+    svc = AnswerService(engine.searcher, lambda: NeverCalledModel(), ANSWERING, translator=words)
+    assert svc.searched_as(asked) == (Searched(english) if translated else Searched(asked))
+    assert Languages.dominant(snap) == ("en" if translated else None)
