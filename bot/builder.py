@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -70,6 +70,7 @@ from retrieval.search import (
     Reranker,
     SearchConfig,
     load_reranker,
+    main_of,
     packaged_glossary,
 )
 
@@ -206,18 +207,26 @@ class Builder:
             model_folder(choice), runtime=s.embed_runtime, cache_dir=s.data_dir / "models", lean=s.memory_mb > 0
         )
 
-    def embedding_model(self, languages: Collection[str] | None = None) -> str:
-        """FOOTNOTE_EMBED_MODEL, or for ``auto``: MiniLM while the drive is all English, the
-        multilingual model once it holds another language (``languages``, else as the last
-        sync found them, else as a scan of the folder's text files finds them). Measured on
-        danish-dev: R@4 of direct questions 0.938 → 1.000, of chatty ones 0.594 → 0.625."""
+    def embedding_model(self, languages: Mapping[str, int] | Collection[str] | None = None) -> str:
+        """FOOTNOTE_EMBED_MODEL, or for ``auto``: MiniLM while the drive is English (at least
+        ``MAIN_SHARE`` of it: a stray file in another language does not count), the multilingual
+        model once another language holds more (``languages``, else :meth:`drive_languages`,
+        else as a scan of the folder's text files finds them). Measured on danish-dev: R@4 of
+        direct questions 0.938 → 1.000, of chatty ones 0.594 → 0.625; on dev with one Danish
+        licence note, MiniLM kept chatty R@4 at 0.750 where the multilingual model had 0.469
+        (docs/measurements.md, "A stray document in another language")."""
         s = self.settings
         if s.embed_model != "auto":
             return s.embed_model
         if languages is None:
-            recorded = set(self.storage.manifest.languages())
-            languages = recorded or self.languages.scan(s.docs_dir, s.ignore)
-        return "minilm" if set(languages) <= {"en"} else "multilingual-e5"
+            languages = self.drive_languages() or self.languages.scan(s.docs_dir, s.ignore)
+        return "minilm" if not languages or main_of(languages) == "en" else "multilingual-e5"
+
+    def drive_languages(self) -> dict[str, int]:
+        """The passages in each language as the last sync found them (its documents, for an
+        index a version before this one made; {} before a sync)."""
+        manifest = self.storage.manifest
+        return manifest.passages_by_language() or manifest.languages()
 
     def chunker(self) -> ChunkerConfig:
         s = self.settings
@@ -276,7 +285,7 @@ class Builder:
         """What follows a sync: pairs whose passage is gone retire (at once), the gate is
         recalibrated (in the background). A drive that now holds another language than its
         embedding model reads is said so in the log: the next start rebuilds it."""
-        wanted = self.embedding_model(set(self.storage.manifest.languages()))
+        wanted = self.embedding_model(self.drive_languages())
         if self.embedding_in_use is not None and wanted != self.embedding_in_use:
             log.warning(
                 "the drive's languages now call for the %s embedding model (in use: %s); the next start "

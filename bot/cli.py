@@ -183,7 +183,7 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
     _claim_folder(rt, reindex_from is not None)
     report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
     rt.engine.searcher()  # reads the index as it is now: the drive's languages are recorded
-    wanted = rt.embedding_model(set(rt.storage.manifest.languages()))
+    wanted = rt.embedding_model(rt.drive_languages())
     if rt.embedding_in_use is not None and wanted != rt.embedding_in_use:
         # The sync found documents in another language than the folder's text files showed:
         # the index is built again with the model that reads them (every document is stale).

@@ -174,6 +174,7 @@ class MemoryManifest:
         self.folder: str | None = None
         self.writes = 0
         self._languages: dict[str, int] = {}
+        self._passages: dict[str, int] = {}
 
     def all(self) -> dict[str, DocRecord]:
         return dict(sorted(self.records.items()))
@@ -203,6 +204,12 @@ class MemoryManifest:
 
     def set_languages(self, counts: Mapping[str, int]) -> None:
         self._languages = dict(counts)
+
+    def passages_by_language(self) -> dict[str, int]:
+        return dict(self._passages)
+
+    def set_passages_by_language(self, counts: Mapping[str, int]) -> None:
+        self._passages = dict(counts)
 
     def set_docs_folder(self, folder: str) -> None:
         self.writes += 1

@@ -108,6 +108,12 @@ class Manifest(Protocol):
 
     def set_languages(self, counts: Mapping[str, int]) -> None: ...
 
+    def passages_by_language(self) -> dict[str, int]:
+        """How many passages are in each language, as the last sync found them ({} before one)."""
+        ...
+
+    def set_passages_by_language(self, counts: Mapping[str, int]) -> None: ...
+
 
 def totals(recs: Iterable[DocRecord]) -> dict[str, int]:
     recs = list(recs)
@@ -210,12 +216,24 @@ class SqliteManifest:
             self._db.execute("INSERT OR REPLACE INTO index_meta VALUES ('docs_folder', ?)", (folder,))
 
     def languages(self) -> dict[str, int]:
-        row = self._db.execute("SELECT value FROM index_meta WHERE key = 'languages'").fetchone()
-        return {str(k): int(v) for k, v in json.loads(row[0]).items()} if row else {}
+        return self._counts("languages")
 
     def set_languages(self, counts: Mapping[str, int]) -> None:
+        self._set_counts("languages", counts)
+
+    def passages_by_language(self) -> dict[str, int]:
+        return self._counts("passages_by_language")
+
+    def set_passages_by_language(self, counts: Mapping[str, int]) -> None:
+        self._set_counts("passages_by_language", counts)
+
+    def _counts(self, key: str) -> dict[str, int]:
+        row = self._db.execute("SELECT value FROM index_meta WHERE key = ?", (key,)).fetchone()
+        return {str(k): int(v) for k, v in json.loads(row[0]).items()} if row else {}
+
+    def _set_counts(self, key: str, counts: Mapping[str, int]) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO index_meta VALUES ('languages', ?)", (json.dumps(dict(counts)),))
+            self._db.execute("INSERT OR REPLACE INTO index_meta VALUES (?, ?)", (key, json.dumps(dict(counts))))
 
 
 def _record(row: tuple[Any, ...]) -> DocRecord:
@@ -262,8 +280,17 @@ class RecordsManifest:
         self._meta.put("docs_folder", {"value": folder})
 
     def languages(self) -> dict[str, int]:
-        got = self._meta.get("languages")
-        return {str(k): int(v) for k, v in json.loads(str(got["value"])).items()} if got is not None else {}
+        return self._counts("languages")
 
     def set_languages(self, counts: Mapping[str, int]) -> None:
         self._meta.put("languages", {"value": json.dumps(dict(counts))})
+
+    def passages_by_language(self) -> dict[str, int]:
+        return self._counts("passages_by_language")
+
+    def set_passages_by_language(self, counts: Mapping[str, int]) -> None:
+        self._meta.put("passages_by_language", {"value": json.dumps(dict(counts))})
+
+    def _counts(self, key: str) -> dict[str, int]:
+        got = self._meta.get(key)
+        return {str(k): int(v) for k, v in json.loads(str(got["value"])).items()} if got is not None else {}

@@ -33,7 +33,7 @@ from retrieval.search.gate import (
 )
 from retrieval.search.glossary import Glossary, packaged_glossary
 from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
-from retrieval.search.languages import Languages
+from retrieval.search.languages import Languages, main_of
 from retrieval.search.rerank import Candidate, CrossEncoderReranker, Reranker, SentenceReranker
 from retrieval.search.searcher import FUSIONS, SearchConfig, Searcher, SearchResult, reciprocal_rank
 
@@ -76,6 +76,7 @@ __all__ = [
     "format_calibration",
     "gate_signal",
     "load_reranker",
+    "main_of",
     "packaged_glossary",
     "reciprocal_rank",
     "round_thresholds",

@@ -213,6 +213,8 @@ class Engine:
         found = dict(Counter(snapshot.languages.values()))
         if found and found != self.manifest.languages():  # the drive's languages (the embedding model may follow them)
             self.manifest.set_languages(found)
+        if snapshot.passages_in and snapshot.passages_in != self.manifest.passages_by_language():
+            self.manifest.set_passages_by_language(snapshot.passages_in)
         return Searcher(snapshot, self.embedder, self.cfg.search, self.reranker, self.languages)
 
     def _snapshot(self) -> Snapshot:

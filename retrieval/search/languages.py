@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from retrieval.index import Snapshot, StoredIndex
@@ -25,6 +25,17 @@ ENGLISH = "en"
 # question is searched as asked (docs/measurements.md, "A stray document in another language").
 MAIN_SHARE = 0.9
 _TEXT = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm"})
+
+
+def main_of(weights: Mapping[str, int] | Collection[str], share: float = MAIN_SHARE) -> str | None:
+    """The language holding at least ``share`` of ``weights`` (passages or characters per
+    language; a bare collection counts each language once); None when none does, or empty."""
+    counts = dict(weights) if isinstance(weights, Mapping) else dict.fromkeys(weights, 1)
+    total = sum(counts.values())
+    if not total:
+        return None
+    lang, n = max(counts.items(), key=lambda kv: kv[1])
+    return lang if n >= share * total else None
 
 
 class Languages:
@@ -70,24 +81,26 @@ class Languages:
         """The question's language (about 0.3 ms); None when too short to tell."""
         return self._pick(text)
 
-    def scan(self, folder: Path, ignore: Sequence[str] = (), limit: int = 50) -> set[str]:
-        """The languages of a folder's text files, read before anything is indexed (the first
-        20,000 characters of up to ``limit`` Markdown, text and HTML files; the parsed
-        formats are found by the sync): which embedding model a new index needs."""
+    def scan(self, folder: Path, ignore: Sequence[str] = (), limit: int = 50) -> dict[str, int]:
+        """The languages of a folder's text files and the characters read in each, before
+        anything is indexed (the first 20,000 characters of up to ``limit`` Markdown, text and
+        HTML files; the parsed formats are found by the sync): which embedding model a new
+        index needs."""
         if len(self.pinned) == 1:
-            return {self.pinned[0]}
-        found: set[str] = set()
+            return {self.pinned[0]: 1}
+        found: Counter[str] = Counter()
         for n, src in enumerate(f for f in walk(folder, ignore) if f.skip is None and f.path.suffix.lower() in _TEXT):
             if n >= limit:
                 break
             try:
                 with src.path.open("r", encoding="utf-8", errors="replace") as fh:
-                    lang = self._pick(fh.read(20_000))
+                    text = fh.read(20_000)
             except OSError:
                 continue
+            lang = self._pick(text)
             if lang is not None:
-                found.add(lang)
-        return found
+                found[lang] += len(text)
+        return dict(found)
 
     @staticmethod
     def main(snapshot: Snapshot) -> str:
@@ -99,12 +112,7 @@ class Languages:
     def dominant(snapshot: Snapshot, share: float = MAIN_SHARE) -> str | None:
         """The language holding at least ``share`` of the drive's passages; None when the
         drive is mixed or empty."""
-        counts = snapshot.passages_in
-        total = sum(counts.values())
-        if not total:
-            return None
-        lang, n = max(counts.items(), key=lambda kv: kv[1])
-        return lang if n >= share * total else None
+        return main_of(snapshot.passages_in, share)
 
     @staticmethod
     def supported(language: str | None) -> bool:

@@ -47,8 +47,8 @@ def test_languages_are_told_offline_and_a_short_text_is_not_guessed() -> None:
 def test_a_pinned_language_wins_and_a_folder_is_scanned_before_indexing(tmp_path: Path) -> None:
     (tmp_path / "moms.md").write_text("# Moms\n\n" + "Momsen skal indberettes hvert kvartal til Skattestyrelsen. " * 5)
     (tmp_path / "guide.md").write_text("# Guide\n\n" + "Reviews are requested before a branch is merged. " * 5)
-    assert Languages().scan(tmp_path) == {"da", "en"}
-    assert Languages(pinned=("en",)).scan(tmp_path) == {"en"}
+    assert set(Languages().scan(tmp_path)) == {"da", "en"}
+    assert Languages(pinned=("en",)).scan(tmp_path) == {"en": 1}
     assert Languages(pinned=("en",)).detect(DANISH) == "en"
 
 
@@ -92,6 +92,10 @@ def test_auto_takes_the_multilingual_model_for_a_drive_that_is_not_all_english(t
     )
     b = Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "data"))
     assert b.embedding_model() == "multilingual-e5" and b.embedding_model({"en"}) == "minilm"
+    # a stray file in another language leaves an English drive English, and MiniLM reads it
+    assert b.embedding_model({"en": 95, "da": 5}) == "minilm"
+    assert b.embedding_model({"en": 80, "da": 20}) == b.embedding_model({"en", "da"}) == "multilingual-e5"
+    assert b.embedding_model({"da": 224, "en": 1}) == "multilingual-e5"
     pinned = Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "d2", languages="en"))  # type: ignore[arg-type]
     assert pinned.embedding_model() == "minilm"
     assert (
@@ -388,6 +392,15 @@ def _drive_with(tmp_path: Path, english_sections: int, danish: int) -> Path:
     return docs
 
 
+@pytest.mark.parametrize(("english_sections", "danish", "english"), [(10, 1, True), (0, 3, False)])
+def test_a_folder_scan_weighs_each_language_by_its_text_so_a_stray_file_keeps_minilm(
+    tmp_path: Path, english_sections: int, danish: int, english: bool
+) -> None:
+    docs = _drive_with(tmp_path, english_sections, danish)
+    b = Builder(Settings(docs_dir=docs, data_dir=tmp_path / "data"))
+    assert b.embedding_model() == ("minilm" if english else "multilingual-e5")
+
+
 @pytest.mark.parametrize(("english_sections", "danish", "translated"), [(10, 1, True), (0, 3, False)])
 def test_a_stray_document_in_another_language_leaves_a_drive_one_language_s_and_a_mixed_drive_is_not_translated(
     embedder: SentenceTransformerEmbedder, tmp_path: Path, english_sections: int, danish: int, translated: bool
@@ -404,3 +417,4 @@ def test_a_stray_document_in_another_language_leaves_a_drive_one_language_s_and_
     svc = AnswerService(engine.searcher, lambda: NeverCalledModel(), ANSWERING, translator=words)
     assert svc.searched_as(asked) == (Searched(english) if translated else Searched(asked))
     assert Languages.dominant(snap) == ("en" if translated else None)
+    assert engine.manifest.passages_by_language() == snap.passages_in  # what the embedding model follows

@@ -67,6 +67,14 @@ def test_the_docs_folder_is_remembered(manifest: Manifest) -> None:
     assert manifest.all() == {}  # not a document
 
 
+def test_the_drive_s_languages_are_remembered_by_documents_and_by_passages(manifest: Manifest) -> None:
+    assert manifest.languages() == {} and manifest.passages_by_language() == {}
+    manifest.set_languages({"da": 23, "en": 1})
+    manifest.set_passages_by_language({"da": 224, "en": 1})
+    assert manifest.languages() == {"da": 23, "en": 1} and manifest.passages_by_language() == {"da": 224, "en": 1}
+    assert manifest.all() == {}  # not documents
+
+
 def test_sqlite_keeps_its_records_across_processes_and_writes_all_or_nothing(tmp_path: Path) -> None:
     path = tmp_path / "manifest.sqlite3"
     m = SqliteManifest(path)
