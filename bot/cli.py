@@ -29,6 +29,7 @@ from bot.warmup import State, serving_states
 from config.settings import Settings, load_settings, unknown_variables
 from retrieval.errors import ConfigError, FootnoteError
 from retrieval.index import DocRecord, totals
+from retrieval.search import main_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -209,6 +210,16 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
         click.echo(f"Gate: answers at ≤ {a:.3f}, points at the closest passages up to {p:.3f} (`footnote status`).")
 
 
+def _drive_language_text(passages: Mapping[str, int]) -> str:
+    """What the drive's languages mean for a question in another one (status's line)."""
+    if len(passages) < 2:
+        return ""
+    main = main_of(passages)
+    if main is None:
+        return " (mixed: every question is searched as asked)"
+    return f" (a {main} drive: a question in another language is translated into {main})"
+
+
 def _print_totals(recs: Mapping[str, DocRecord]) -> None:
     t = totals(recs.values())
     click.echo(
@@ -264,6 +275,8 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
             "gate": gate_json(rt, calibrate, click.echo),
             "docs_folder": engine.manifest.docs_folder(),
             "languages": engine.manifest.languages(),
+            "passages_by_language": engine.manifest.passages_by_language(),
+            "main_language": main_of(rt.drive_languages()),
             "embedding_model": rt.embedding_model(),
             "servers": _servers_json(servers),
             **measured,
@@ -290,7 +303,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     langs = engine.manifest.languages()
     said = ", ".join(f"{n} {lang}" for lang, n in sorted(langs.items())) if langs else "not known yet (no sync)"
     model = rt.embedding_model()
-    click.echo(f"Languages: {said}; embedding model: {model}")
+    click.echo(f"Languages: {said}{_drive_language_text(rt.drive_languages())}; embedding model: {model}")
     runtime = measured["multilingual_runtime" if model == "multilingual-e5" else "embedding_runtime"]
     click.echo(f"Embedding runtime: {runtime}")
     if not settings.llm_url:

@@ -96,8 +96,9 @@ class Settings(BaseSettings):
     # The embedding model. Changing it re-stamps every document (stale, then rebuilt by the next sync).
     embed_model: str = Field(
         "auto",
-        description="'auto' (all-MiniLM-L6-v2 for an English drive, multilingual-e5-small once it holds another "
-        "language), 'minilm', 'multilingual-e5' (both packaged) or a sentence-transformers model directory.",
+        description="'auto' (all-MiniLM-L6-v2 while English holds at least 90% of the drive, multilingual-e5-small "
+        "once another language holds more), 'minilm', 'multilingual-e5' (both packaged) or a sentence-transformers "
+        "model directory.",
     )
     # The embedding runtime: "auto" times every runtime this CPU can run and takes the
     # fastest whose vectors stay within cosine 0.999 of float32 (cached per CPU).

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from bot.cli import main
+from bot.cli import _drive_language_text, main
 from retrieval.ingest.sync import PIPELINE_VERSION
 from testkit.servers import free_port
 from testkit.slack import FakeSlack
@@ -469,3 +469,17 @@ def test_search_json_says_what_a_question_in_another_language_was_searched_as(
     assert out["results"][0]["path"] == "on-call.md"
     english = json.loads(runner.invoke(main, ["search", "--json", "How fast must a SEV1 page be acknowledged?"]).output)
     assert "searched" not in english and english["results"][0]["path"] == "on-call.md"
+
+
+@pytest.mark.parametrize(
+    ("passages", "said"),
+    [
+        ({"en": 40}, ""),
+        ({"da": 224, "en": 1}, " (a da drive: a question in another language is translated into da)"),
+        ({"en": 863, "da": 253}, " (mixed: every question is searched as asked)"),
+    ],
+)
+def test_status_says_what_the_drive_s_languages_mean_for_a_question_in_another(
+    passages: dict[str, int], said: str
+) -> None:
+    assert _drive_language_text(passages) == said
