@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -207,7 +207,7 @@ class Builder:
             model_folder(choice), runtime=s.embed_runtime, cache_dir=s.data_dir / "models", lean=s.memory_mb > 0
         )
 
-    def embedding_model(self, languages: Mapping[str, int] | Collection[str] | None = None) -> str:
+    def embedding_model(self, languages: Mapping[str, int] | None = None) -> str:
         """FOOTNOTE_EMBED_MODEL, or for ``auto``: MiniLM while the drive is English (at least
         ``MAIN_SHARE`` of it: a stray file in another language does not count), the multilingual
         model once another language holds more (``languages``, else :meth:`drive_languages`,

@@ -283,14 +283,17 @@ class RecordsManifest:
         return self._counts("languages")
 
     def set_languages(self, counts: Mapping[str, int]) -> None:
-        self._meta.put("languages", {"value": json.dumps(dict(counts))})
+        self._set_counts("languages", counts)
 
     def passages_by_language(self) -> dict[str, int]:
         return self._counts("passages_by_language")
 
     def set_passages_by_language(self, counts: Mapping[str, int]) -> None:
-        self._meta.put("passages_by_language", {"value": json.dumps(dict(counts))})
+        self._set_counts("passages_by_language", counts)
 
     def _counts(self, key: str) -> dict[str, int]:
         got = self._meta.get(key)
         return {str(k): int(v) for k, v in json.loads(str(got["value"])).items()} if got is not None else {}
+
+    def _set_counts(self, key: str, counts: Mapping[str, int]) -> None:
+        self._meta.put(key, {"value": json.dumps(dict(counts))})

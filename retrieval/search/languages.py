@@ -27,14 +27,13 @@ MAIN_SHARE = 0.9
 _TEXT = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm"})
 
 
-def main_of(weights: Mapping[str, int] | Collection[str], share: float = MAIN_SHARE) -> str | None:
+def main_of(weights: Mapping[str, int], share: float = MAIN_SHARE) -> str | None:
     """The language holding at least ``share`` of ``weights`` (passages or characters per
-    language; a bare collection counts each language once); None when none does, or empty."""
-    counts = dict(weights) if isinstance(weights, Mapping) else dict.fromkeys(weights, 1)
-    total = sum(counts.values())
+    language); None when none does, or empty."""
+    total = sum(weights.values())
     if not total:
         return None
-    lang, n = max(counts.items(), key=lambda kv: kv[1])
+    lang, n = max(weights.items(), key=lambda kv: kv[1])
     return lang if n >= share * total else None
 
 

@@ -91,10 +91,10 @@ def test_auto_takes_the_multilingual_model_for_a_drive_that_is_not_all_english(t
         "# Moms\n\n" + "Momsen skal indberettes hvert kvartal til Skattestyrelsen. " * 5
     )
     b = Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "data"))
-    assert b.embedding_model() == "multilingual-e5" and b.embedding_model({"en"}) == "minilm"
+    assert b.embedding_model() == "multilingual-e5" and b.embedding_model({"en": 1}) == "minilm"
     # a stray file in another language leaves an English drive English, and MiniLM reads it
     assert b.embedding_model({"en": 95, "da": 5}) == "minilm"
-    assert b.embedding_model({"en": 80, "da": 20}) == b.embedding_model({"en", "da"}) == "multilingual-e5"
+    assert b.embedding_model({"en": 80, "da": 20}) == b.embedding_model({"en": 1, "da": 1}) == "multilingual-e5"
     assert b.embedding_model({"da": 224, "en": 1}) == "multilingual-e5"
     pinned = Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "d2", languages="en"))  # type: ignore[arg-type]
     assert pinned.embedding_model() == "minilm"
