@@ -24,6 +24,7 @@ ENGLISH = "en"
 # to it is translated into Danish. A drive whose other language holds more is mixed: the
 # question is searched as asked (docs/measurements.md, "A stray document in another language").
 MAIN_SHARE = 0.9
+_UNKNOWN = "?"  # not looked at yet (None: looked at, and no language to tell)
 _TEXT = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm"})
 
 
@@ -42,7 +43,7 @@ class Languages:
         self.detector = detector or LanguageDetector()
         self.pinned = tuple(pinned)
         self._lock = threading.Lock()
-        self._documents: dict[str, str] = {}  # digest of a document's chunk ids -> its language
+        self._documents: dict[str, str | None] = {}  # digest of a document's chunk ids -> its language
 
     def detect(self, text: str) -> str | None:
         """A text's language (a pinned one wins); None when too short to tell."""
@@ -57,24 +58,28 @@ class Languages:
         return got
 
     def of(self, stored: StoredIndex, keep: Collection[str]) -> dict[str, str]:
-        """The language of every document in ``keep`` (English when too little text to tell)."""
+        """The language of every document in ``keep``. One with too little text to tell, or
+        none written in words (a dump, a table of codes), takes the language most documents
+        are in (English when none can be told): it must not make a drive look mixed."""
         texts: dict[str, list[str]] = {}
         ids: dict[str, list[str]] = {}
         for c in stored.chunks:
             if c.path in keep:
                 texts.setdefault(c.path, []).append(c.content)
                 ids.setdefault(c.path, []).append(c.id)
-        out = {}
+        told: dict[str, str | None] = {}
         for path, parts in texts.items():
             key = hashlib.sha1("\n".join(sorted(ids[path])).encode()).hexdigest()
             with self._lock:
-                lang = self._documents.get(key)
-            if lang is None:
-                lang = self._pick(" ".join(parts)[:20_000]) or ENGLISH
+                lang = self._documents.get(key, _UNKNOWN)
+            if lang == _UNKNOWN:
+                lang = self._pick(" ".join(parts)[:20_000])
                 with self._lock:
                     self._documents[key] = lang
-            out[path] = lang
-        return out
+            told[path] = lang
+        counts = Counter(lang for lang in told.values() if lang is not None)
+        usual = counts.most_common(1)[0][0] if counts else ENGLISH
+        return {path: lang or usual for path, lang in told.items()}
 
     def question(self, text: str, snapshot: Snapshot) -> str | None:
         """The question's language (about 0.3 ms); None when too short to tell."""

@@ -3,6 +3,7 @@ question in another language than the drive's translated into it and answered ba
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,14 @@ from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
 from retrieval.answer.translate import translation_messages
 from retrieval.evaluation.report import format_eval
 from retrieval.evaluation.suite import Question, run_eval
-from retrieval.index import Bm25Index, tokenize
+from retrieval.index import Bm25Index, StoredIndex, tokenize
 from retrieval.models import E5Embedder, LanguageDetector, LanguageModel, SentenceTransformerEmbedder
 from retrieval.models import embed as embed_module
 from retrieval.models.e5 import PASSAGE, QUERY, read_packed
 from retrieval.models.embed import E5Batches, E5Trial, choose_e5_runtime, e5_onnx_path, pick_e5
 from retrieval.search import Languages, packaged_glossary
 from retrieval.search.engine import Engine
+from retrieval.types import Chunk
 from testkit.fakes import NeverCalledModel, ScriptedModel
 from tests.conftest import ANSWERING, EXAMPLES, make_engine
 
@@ -50,6 +52,24 @@ def test_a_pinned_language_wins_and_a_folder_is_scanned_before_indexing(tmp_path
     assert set(Languages().scan(tmp_path)) == {"da", "en"}
     assert Languages(pinned=("en",)).scan(tmp_path) == {"en": 1}
     assert Languages(pinned=("en",)).detect(DANISH) == "en"
+
+
+def test_text_not_written_in_words_is_no_language_so_a_dump_beside_english_files_keeps_minilm(tmp_path: Path) -> None:
+    # langid placed base64 in Danish, and one large dump moved an English drive to the multilingual model.
+    dump = "\n".join(base64.b64encode(bytes(range(i, i + 57))).decode() for i in range(150))
+    assert LanguageDetector().detect(dump).language is None
+    (tmp_path / "export.txt").write_text(dump)
+    (tmp_path / "guide.md").write_text("# Guide\n\n" + "Reviews are requested before a branch is merged. " * 5)
+    assert Languages().scan(tmp_path) == {"en": len((tmp_path / "guide.md").read_text())}
+    b = Builder(Settings(docs_dir=tmp_path, data_dir=tmp_path / "data"))
+    assert b.embedding_model() == "minilm"
+    # Indexed beside Danish documents, the dump takes their language: the drive stays Danish.
+    texts = {"moms.md": DANISH * 3, "regler.md": DANISH * 2, "export.txt": dump[:4000]}
+    chunks = [
+        Chunk(f"c{i}", path, path, "", 0, text, text, 0, len(text), {}) for i, (path, text) in enumerate(texts.items())
+    ]
+    stored = StoredIndex(chunks, np.zeros((3, 2)), np.zeros((0, 2)), np.zeros(0, dtype=int))
+    assert Languages().of(stored, set(texts)) == {"moms.md": "da", "regler.md": "da", "export.txt": "da"}
 
 
 def test_bm25_reads_danish_words_stems_and_compounds() -> None:
