@@ -67,9 +67,12 @@ class CountingEmbedder:
         self.dimension = inner.dimension
         self.window = inner.window
         self.calls = 0
+        self.with_bar: list[int] = []  # the sizes of the calls that asked for a progress bar
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         self.calls += len(texts)
+        if progress:
+            self.with_bar.append(len(texts))
         return self.inner.embed(list(texts))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -41,6 +41,7 @@ from retrieval.types import Chunk
 # p4: an abbreviation's or a number's stop before lower case goes on ("f.eks. moms", "1. juli").
 PIPELINE_VERSION = "p4"
 EMBED_BATCH_CHUNKS = 128
+LONG_EMBED = 2000  # texts in one call past which it shows its own bar: ten seconds or more on 2 cores
 TEMP_PATTERNS = ("~$*", ".~lock*", "*.tmp", "*.swp", "*~")
 
 
@@ -75,6 +76,14 @@ class _Counted:
         self.bar.update(n)
         self.done += n
         self._tell()
+
+    def working_on(self, rel: str) -> None:
+        """Name the document being read and chunked: a large one takes minutes before it counts."""
+        self.bar.set_postfix_str(rel[-40:], refresh=True)
+
+    @property
+    def shown(self) -> bool:
+        return not self.bar.disable
 
     def close(self) -> None:
         self.bar.close()
@@ -287,6 +296,7 @@ class Indexer:
             old = moved_from.get(digest)
             if old is not None:
                 report.renamed[old] = src.rel
+            bar.working_on(src.rel)
             prepared = self._prepare(src, ex, data, digest, report, [src.rel, *([old] if old else [])], known)
             if prepared is None:
                 bar.update()
@@ -367,9 +377,9 @@ class Indexer:
         chunk_cache, sentence_cache = self.store.vectors_for(sorted({p for b in batch for p in b.reuse}))
         chunks = [c for b in batch for c in b.chunks]
         fresh = {c.text for c in chunks} - chunk_cache.keys()
-        vectors = self._embed(chunk_cache, [c.text for c in chunks])
+        vectors = self._embed(chunk_cache, [c.text for c in chunks], bar.shown)
         groups = [g for b in batch for g in b.sentences]
-        flat = self._embed(sentence_cache, [s for g in groups for s in g])
+        flat = self._embed(sentence_cache, [s for g in groups for s in g], bar.shown)
         ends = np.cumsum([len(g) for g in groups])
         per_chunk = [flat[end - len(g) : end] for g, end in zip(groups, ends, strict=True)]
         # Crash safety: every document of the batch is marked "being written" before its
@@ -390,11 +400,13 @@ class Indexer:
             report.chunks_reused += len(b.chunks) - n_fresh
         bar.update(len(batch), batch[-1].rel[-40:])
 
-    def _embed(self, cache: dict[str, np.ndarray], texts: list[str]) -> np.ndarray:
-        """Vectors for ``texts``, embedding only those the cache does not hold (and adding them to it)."""
+    def _embed(self, cache: dict[str, np.ndarray], texts: list[str], progress: bool = False) -> np.ndarray:
+        """Vectors for ``texts``, embedding only those the cache does not hold (and adding them to it).
+        ``progress``: the embedder shows its own bar when the texts are many (a large document)."""
         missing = list(dict.fromkeys(t for t in texts if t not in cache))
         if missing:
-            cache.update(zip(missing, self.embedder.embed(missing), strict=True))
+            shown = progress and len(missing) >= LONG_EMBED
+            cache.update(zip(missing, self.embedder.embed(missing, progress=shown), strict=True))
         if not texts:
             return np.zeros((0, self.embedder.dimension), np.float32)
         return np.stack([cache[t] for t in texts]).astype(np.float32)

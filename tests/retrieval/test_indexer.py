@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.index.manifest import FAILED, INDEXED
+from retrieval.ingest.sync import LONG_EMBED
 from retrieval.models.embed import SentenceTransformerEmbedder
 from testkit.fakes import CountingEmbedder, HashEmbedder, memory_engine
 from tests.conftest import EXAMPLES, make_engine
@@ -43,6 +44,18 @@ def test_index_then_reindex_does_no_embedding_work(docs: Path) -> None:
     again = eng.sync()
     assert again.indexed == [] and again.unchanged == 3
     assert counting.calls == 0
+
+
+def test_a_large_document_s_embedding_shows_its_own_bar_and_small_ones_never_do(docs: Path) -> None:
+    big = "\n\n".join(f"Paragraph {i} says that rule {i} applies to team {i % 7}." for i in range(LONG_EMBED + 50))
+    (docs / "big.md").write_text("# Big\n\n" + big)
+    counting = CountingEmbedder(HashEmbedder())
+    quiet = CountingEmbedder(HashEmbedder())
+    memory_engine(docs, quiet).sync(progress=False)
+    memory_engine(docs, counting).sync(progress=True)
+    assert quiet.with_bar == []
+    # One call is large (big.md's sentences): it alone shows a bar.
+    assert len(counting.with_bar) == 1 and counting.with_bar[0] >= LONG_EMBED
 
 
 def test_bad_inputs_fail_with_reasons_and_lose_nothing_else(docs: Path) -> None:
