@@ -108,8 +108,9 @@ class Languages:
 
     @staticmethod
     def main(snapshot: Snapshot) -> str:
-        """The drive's language: the most documents'."""
-        counts = Counter(snapshot.languages.values())
+        """The drive's language: the one most of its passages are in (English when empty).
+        :meth:`dominant` asks more of it: a share of the passages large enough to translate into."""
+        counts = Counter(snapshot.passages_in)
         return counts.most_common(1)[0][0] if counts else ENGLISH
 
     @staticmethod

@@ -21,7 +21,7 @@ from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
 from retrieval.answer.translate import translation_messages
 from retrieval.evaluation.report import format_eval
 from retrieval.evaluation.suite import Question, run_eval
-from retrieval.index import Bm25Index, StoredIndex, tokenize
+from retrieval.index import Bm25Index, Snapshot, StoredIndex, tokenize
 from retrieval.models import E5Embedder, LanguageDetector, LanguageModel, SentenceTransformerEmbedder
 from retrieval.models import embed as embed_module
 from retrieval.models.e5 import PASSAGE, QUERY, read_packed
@@ -70,6 +70,21 @@ def test_text_not_written_in_words_is_no_language_so_a_dump_beside_english_files
     ]
     stored = StoredIndex(chunks, np.zeros((3, 2)), np.zeros((0, 2)), np.zeros(0, dtype=int))
     assert Languages().of(stored, set(texts)) == {"moms.md": "da", "regler.md": "da", "export.txt": "da"}
+
+
+def test_a_drive_s_language_is_the_one_most_of_its_passages_are_in_not_most_documents() -> None:
+    # One long English handbook beside two one-passage Danish notes: an English drive.
+    paths = ["handbook.md"] * 8 + ["note1.md", "note2.md"]
+    chunks = [Chunk(f"c{i}", p, p, "", i, "text", "text", 0, 4, {}) for i, p in enumerate(paths)]
+    languages = {"handbook.md": "en", "note1.md": "da", "note2.md": "da"}
+    snap = Snapshot(
+        chunks, np.zeros((10, 2)), np.zeros((0, 2)), np.zeros(0, dtype=int), Bm25Index([]), "minilm", languages
+    )
+    assert snap.passages_in == {"en": 8, "da": 2}
+    assert Languages.main(snap) == "en"
+    assert Languages.dominant(snap) is None  # 80 %: mixed, so nothing is translated
+    empty = Snapshot([], np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0, dtype=int), Bm25Index([]), "minilm")
+    assert Languages.main(empty) == "en" and Languages.dominant(empty) is None
 
 
 def test_bm25_reads_danish_words_stems_and_compounds() -> None:
