@@ -59,8 +59,9 @@ class Languages:
 
     def of(self, stored: StoredIndex, keep: Collection[str]) -> dict[str, str]:
         """The language of every document in ``keep``. One with too little text to tell, or
-        none written in words (a dump, a table of codes), takes the language most documents
-        are in (English when none can be told): it must not make a drive look mixed."""
+        none written in words (a dump, a table of codes), takes the language most of the
+        others' passages are in (English when none can be told), as :meth:`main` counts: it
+        must not make a drive look mixed."""
         texts: dict[str, list[str]] = {}
         ids: dict[str, list[str]] = {}
         for c in stored.chunks:
@@ -77,7 +78,10 @@ class Languages:
                 with self._lock:
                     self._documents[key] = lang
             told[path] = lang
-        counts = Counter(lang for lang in told.values() if lang is not None)
+        counts: Counter[str] = Counter()
+        for path, lang in told.items():
+            if lang is not None:
+                counts[lang] += len(texts[path])
         usual = counts.most_common(1)[0][0] if counts else ENGLISH
         return {path: lang or usual for path, lang in told.items()}
 

@@ -63,13 +63,14 @@ def test_text_not_written_in_words_is_no_language_so_a_dump_beside_english_files
     assert Languages().scan(tmp_path) == {"en": len((tmp_path / "guide.md").read_text())}
     b = Builder(Settings(docs_dir=tmp_path, data_dir=tmp_path / "data"))
     assert b.embedding_model() == "minilm"
-    # Indexed beside Danish documents, the dump takes their language: the drive stays Danish.
-    texts = {"moms.md": DANISH * 3, "regler.md": DANISH * 2, "export.txt": dump[:4000]}
-    chunks = [
-        Chunk(f"c{i}", path, path, "", 0, text, text, 0, len(text), {}) for i, (path, text) in enumerate(texts.items())
-    ]
-    stored = StoredIndex(chunks, np.zeros((3, 2)), np.zeros((0, 2)), np.zeros(0, dtype=int))
-    assert Languages().of(stored, set(texts)) == {"moms.md": "da", "regler.md": "da", "export.txt": "da"}
+    # Indexed, the dump takes the language most passages are in: one long Danish document
+    # outweighs two short English notes, and the drive does not look mixed.
+    parts = [("moms.md", DANISH)] * 3 + [("a.md", "Reviews come first."), ("b.md", "Merge after review.")]
+    parts.append(("export.txt", dump[:4000]))
+    chunks = [Chunk(f"c{i}", path, path, "", i, text, text, 0, len(text), {}) for i, (path, text) in enumerate(parts)]
+    stored = StoredIndex(chunks, np.zeros((len(parts), 2)), np.zeros((0, 2)), np.zeros(0, dtype=int))
+    told = Languages().of(stored, {p for p, _ in parts})
+    assert told == {"moms.md": "da", "a.md": "en", "b.md": "en", "export.txt": "da"}
 
 
 def test_a_drive_s_language_is_the_one_most_of_its_passages_are_in_not_most_documents() -> None:
