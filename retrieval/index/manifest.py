@@ -163,7 +163,34 @@ FIELDS = ("content_hash", "state", "reason", "chunks", "stamps", "size", "title"
 _SELECT = f"SELECT path, {', '.join(FIELDS)} FROM documents"
 
 
-class SqliteManifest:
+class _LanguageCounts:
+    """The per-language counts a manifest keeps among the index's own facts (documents and
+    passages per language, as JSON), over the store's ``_counts`` and ``_set_counts``."""
+
+    def _counts(self, key: str) -> dict[str, int]:
+        raise NotImplementedError
+
+    def _set_counts(self, key: str, counts: Mapping[str, int]) -> None:
+        raise NotImplementedError
+
+    def languages(self) -> dict[str, int]:
+        return self._counts("languages")
+
+    def set_languages(self, counts: Mapping[str, int]) -> None:
+        self._set_counts("languages", counts)
+
+    def passages_by_language(self) -> dict[str, int]:
+        return self._counts("passages_by_language")
+
+    def set_passages_by_language(self, counts: Mapping[str, int]) -> None:
+        self._set_counts("passages_by_language", counts)
+
+
+def _decoded(value: str) -> dict[str, int]:
+    return {str(k): int(v) for k, v in json.loads(value).items()}
+
+
+class SqliteManifest(_LanguageCounts):
     """SQLite-backed: every write is a transaction, so a crash leaves the last good row."""
 
     def __init__(self, path: Path) -> None:
@@ -215,21 +242,9 @@ class SqliteManifest:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO index_meta VALUES ('docs_folder', ?)", (folder,))
 
-    def languages(self) -> dict[str, int]:
-        return self._counts("languages")
-
-    def set_languages(self, counts: Mapping[str, int]) -> None:
-        self._set_counts("languages", counts)
-
-    def passages_by_language(self) -> dict[str, int]:
-        return self._counts("passages_by_language")
-
-    def set_passages_by_language(self, counts: Mapping[str, int]) -> None:
-        self._set_counts("passages_by_language", counts)
-
     def _counts(self, key: str) -> dict[str, int]:
         row = self._db.execute("SELECT value FROM index_meta WHERE key = ?", (key,)).fetchone()
-        return {str(k): int(v) for k, v in json.loads(row[0]).items()} if row else {}
+        return _decoded(row[0]) if row else {}
 
     def _set_counts(self, key: str, counts: Mapping[str, int]) -> None:
         with self._lock:
@@ -243,7 +258,7 @@ def _record(row: tuple[Any, ...]) -> DocRecord:
 MANIFEST, INDEX_META = "footnote_manifest", "footnote_index_meta"  # the shared records' names
 
 
-class RecordsManifest:
+class RecordsManifest(_LanguageCounts):
     """The :class:`Manifest` in shared records (a Chroma server), so every replica reads the
     same ones. The index's own facts (the docs folder it was built from) live in a second
     set of records, apart from the documents."""
@@ -279,21 +294,9 @@ class RecordsManifest:
     def set_docs_folder(self, folder: str) -> None:
         self._meta.put("docs_folder", {"value": folder})
 
-    def languages(self) -> dict[str, int]:
-        return self._counts("languages")
-
-    def set_languages(self, counts: Mapping[str, int]) -> None:
-        self._set_counts("languages", counts)
-
-    def passages_by_language(self) -> dict[str, int]:
-        return self._counts("passages_by_language")
-
-    def set_passages_by_language(self, counts: Mapping[str, int]) -> None:
-        self._set_counts("passages_by_language", counts)
-
     def _counts(self, key: str) -> dict[str, int]:
         got = self._meta.get(key)
-        return {str(k): int(v) for k, v in json.loads(str(got["value"])).items()} if got is not None else {}
+        return _decoded(str(got["value"])) if got is not None else {}
 
     def _set_counts(self, key: str, counts: Mapping[str, int]) -> None:
         self._meta.put(key, {"value": json.dumps(dict(counts))})
