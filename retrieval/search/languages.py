@@ -24,7 +24,6 @@ ENGLISH = "en"
 # to it is translated into Danish. A drive whose other language holds more is mixed: the
 # question is searched as asked (docs/measurements.md, "A stray document in another language").
 MAIN_SHARE = 0.9
-_UNKNOWN = "?"  # not looked at yet (None: looked at, and no language to tell)
 _TEXT = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm"})
 
 
@@ -43,7 +42,7 @@ class Languages:
         self.detector = detector or LanguageDetector()
         self.pinned = tuple(pinned)
         self._lock = threading.Lock()
-        self._documents: dict[str, str | None] = {}  # digest of a document's chunk ids -> its language
+        self._documents: dict[str, str | None] = {}  # digest of a document's chunk ids -> its language, or None
 
     def detect(self, text: str) -> str | None:
         """A text's language (a pinned one wins); None when too short to tell."""
@@ -72,8 +71,8 @@ class Languages:
         for path, parts in texts.items():
             key = hashlib.sha1("\n".join(sorted(ids[path])).encode()).hexdigest()
             with self._lock:
-                lang = self._documents.get(key, _UNKNOWN)
-            if lang == _UNKNOWN:
+                known, lang = key in self._documents, self._documents.get(key)
+            if not known:
                 lang = self._pick(" ".join(parts)[:20_000])
                 with self._lock:
                     self._documents[key] = lang
