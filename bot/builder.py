@@ -69,6 +69,7 @@ from retrieval.search import (
     Languages,
     Reranker,
     SearchConfig,
+    coverage_weight,
     load_reranker,
     main_of,
     packaged_glossary,
@@ -242,12 +243,19 @@ class Builder:
         s = self.settings
         point = s.gate_point_threshold if s.gate_point_threshold is not None else DEFAULT_POINT_THRESHOLD
         if s.gate_threshold is not None:
-            return GateConfig(s.gate_threshold, s.gate_coverage_weight, s.gate_sentence_weight, point=point)
+            return GateConfig(s.gate_threshold, self.coverage_weight(), s.gate_sentence_weight, point=point)
         # With only the point threshold set, the calibration gives the assert threshold alone.
         calibrated = self.calibrator.thresholds if s.gate_point_threshold is None else self.calibrator.threshold
         return GateConfig(
-            DEFAULT_THRESHOLD, s.gate_coverage_weight, s.gate_sentence_weight, calibrated=calibrated, point=point
+            DEFAULT_THRESHOLD, self.coverage_weight(), s.gate_sentence_weight, calibrated=calibrated, point=point
         )
+
+    def coverage_weight(self) -> float:
+        """FOOTNOTE_GATE_COVERAGE_WEIGHT, else the weight measured for the embedding model in use."""
+        s = self.settings
+        if s.gate_coverage_weight is not None:
+            return s.gate_coverage_weight
+        return coverage_weight(self.embedding_in_use or self.embedding_model())
 
     def calibration_config(self) -> CalibrationConfig:
         s = self.settings
@@ -255,7 +263,7 @@ class Builder:
             target_bluff=s.gate_target_bluff,
             assert_quantile=s.gate_assert_quantile,
             point_quantile=s.gate_point_quantile,
-            coverage_weight=s.gate_coverage_weight,
+            coverage_weight=self.coverage_weight(),
             sentence_weight=s.gate_sentence_weight,
             in_domain=s.gate_probes,
         )

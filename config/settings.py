@@ -153,7 +153,13 @@ class Settings(BaseSettings):
         description="Up to this gate score, show the closest passages instead of an answer; beyond it, refuse. "
         "Unset = self-calibrated (with FOOTNOTE_GATE_THRESHOLD set: 0.90).",
     )
-    gate_coverage_weight: float = Field(0.5, ge=0, le=2, description="Weight of (1 - idf coverage).")
+    gate_coverage_weight: float | None = Field(
+        None,
+        ge=0,
+        le=2,
+        description="Weight of (1 - idf coverage). Unset = measured per embedding model (0.5 for MiniLM, 0.1 for "
+        "multilingual-e5, whose distances lie closer together).",
+    )
     gate_sentence_weight: float = Field(
         0.0, ge=0, le=2, description="Weight of the nearest single sentence's cosine distance (measured; off)."
     )
@@ -167,14 +173,14 @@ class Settings(BaseSettings):
         gt=0,
         lt=1,
         description="Answer no looser than this share of the corpus's own probes pass (default: measured per "
-        "language of the drive, 0.55 for English, 0.80 for Danish).",
+        "language of the drive, 0.50 for English, 0.75 for Danish).",
     )
     gate_point_quantile: float | None = Field(
         None,
         ge=0,
         lt=1,
         description="Point at passages up to where this share of generic off-topic probes pass (default: measured "
-        "per language of the drive, 0.15 for English, 0.20 for Danish).",
+        "per language of the drive, 0.15 for English, 0.05 for Danish).",
     )
     gate_probes: int = Field(
         1200, ge=20, le=100_000, description="In-domain probes sampled from the corpus for calibration."

@@ -28,8 +28,10 @@ from retrieval.search.gate import (
     GateDecision,
     Thresholds,
     Verdict,
+    coverage_weight,
     decide,
     gate_signal,
+    signal,
 )
 from retrieval.search.glossary import Glossary, packaged_glossary
 from retrieval.search.judge import FOOTNOTE, Judge, JudgeConfig, JudgedReranker, PairScorer, load_reranker
@@ -71,6 +73,7 @@ __all__ = [
     "Verdict",
     "adopt_folder",
     "check_folder",
+    "coverage_weight",
     "decide",
     "facts_of",
     "format_calibration",
@@ -80,4 +83,5 @@ __all__ = [
     "packaged_glossary",
     "reciprocal_rank",
     "round_thresholds",
+    "signal",
 ]

@@ -12,7 +12,7 @@ gate, which has two thresholds (``gate``):
 
 - the **assert** threshold, below which Footnote answers: no looser than a quantile of the
   in-domain probes, measured per language (:data:`ASSERT_QUANTILE`; on an English drive a
-  question must sit at least as close to the drive as 55 % of the drive's own half-masked
+  question must sit at least as close to the drive as half the drive's own half-masked
   sentences do), and no looser than lets more than the target
   share of either kind of out-of-domain probe through;
 - the **point** threshold, beyond which nothing is close and the question is refused: as
@@ -100,20 +100,24 @@ _NEAR_FRAMES = {"en": _NEAR_FRAMES_EN, "da": _NEAR_FRAMES_DA}
 
 # The assert threshold is no looser than this quantile of the in-domain probes' signals, per
 # language of the drive (``Languages.main``). Chosen by ``python -m bench.outcomes`` on the
-# development corpora: the quantile answering the most questions with the needle in their
-# passages while answering at most 3 of 30 unanswerable questions of each style, on each
-# corpus (the stricter on a tie). English, dev and guides: 0.55 (0.60 answered 4 direct
-# unanswerable ones on guides). Danish, danish-dev: 0.80 (its probes sit closer to the drive
-# than its questions do: at the median 14 of 32 direct questions were answered, at 0.80 24,
-# with 1 unanswerable direct question answered and no chatty one).
-ASSERT_QUANTILE = {"en": 0.55, "da": 0.80}
+# development corpora, with the coverage weight (``gate.COVERAGE_WEIGHT``): the pair with the
+# most answers holding the needle in the sentences the model reads, less the answers without
+# it, while answering at most 3 of 30 unanswerable questions of each style on each corpus
+# (the stricter on a tie). English, dev and guides: 0.50 (0.55 answered 2 more of dev's
+# questions without the needle, 1 more with it, and 1 more of guides' chatty unanswerable
+# ones). Danish, danish-dev: 0.75 (its probes sit closer to the drive than its questions do:
+# at the median 10 of 32 direct questions were answered with the needle, at 0.75 22, with 1
+# unanswerable direct question answered and no chatty one).
+ASSERT_QUANTILE = {"en": 0.50, "da": 0.75}
 # The point threshold is this quantile of the generic off-topic probes, per language: beyond
 # it a question is refused. ``python -m bench.outcomes`` chooses the strictest that refuses
 # at most 1 answerable question of each style on each development corpus (a refusal of a
 # question the drive answers is a dead end; a pointer at an unanswerable one costs a glance).
 # English: 0.15 (at 0.10 guides refused 3 chatty messages, 2 of them with the needle in the
-# first passage); Danish: 0.20 (at 0.10, 5 chatty messages were refused).
-POINT_QUANTILE = {"en": 0.15, "da": 0.20}
+# first passage); Danish: 0.05 (with multilingual-e5's coverage weight 0.1 the off-topic
+# probes lie farther out: 1 chatty message refused, and 5 + 4 unanswerable ones, against 1 + 0
+# at 0.20).
+POINT_QUANTILE = {"en": 0.15, "da": 0.05}
 
 
 @dataclass(frozen=True)
@@ -491,7 +495,7 @@ def choose(probed: Probed, cfg: CalibrationConfig, key: str = "", generation: in
     """The assert and point thresholds from probes already searched.
 
     Assert: the stricter of two cuts. The typical cut: the ``assert_quantile`` of the
-    in-domain probes (0.55 on an English drive: as close to the drive as 55 % of its own
+    in-domain probes (0.50 on an English drive: as close to the drive as half of its own
     probes). The bluff cut: generic and near-domain probes each held to the target (a pooled rate would let the
     harder kind through); the synthetic ones are easier to refuse than real questions, so
     on dev and guides it never binds, but on a drive whose generic probes read like it, it does.

@@ -342,9 +342,11 @@ def test_the_assert_threshold_is_a_quantile_of_the_probes_unless_the_off_topic_p
     far = [(0.9 + 0.005 * i, 0.9, 1.0) for i in range(100)]
     english, danish = (cal_mod.Probed(inside, generic, far, 0.0, lang) for lang in ("en", "da"))  # type: ignore[arg-type]
     c = cal_mod.choose(english, CalibrationConfig())
-    assert c.rule == "0.55 quantile of the in-domain probes" and 0.57 <= c.threshold <= 0.575  # as measured for English
+    assert c.rule == "0.50 quantile of the in-domain probes" and 0.545 <= c.threshold <= 0.55  # as measured for English
     d = cal_mod.choose(danish, CalibrationConfig())
-    assert d.rule == "0.80 quantile of the in-domain probes" and 0.695 <= d.threshold <= 0.70  # ... for Danish
+    assert d.rule == "0.75 quantile of the in-domain probes" and 0.67 <= d.threshold <= 0.675  # ... for Danish
+    other = cal_mod.choose(english, CalibrationConfig(assert_quantile=0.55))
+    assert other.rule == "0.55 quantile of the in-domain probes" and 0.57 <= other.threshold <= 0.575  # as set
     c = cal_mod.choose(english, CalibrationConfig(assert_quantile=0.5))
     assert (
         c.rule == "0.50 quantile of the in-domain probes" and 0.545 <= c.threshold <= 0.55
@@ -352,7 +354,7 @@ def test_the_assert_threshold_is_a_quantile_of_the_probes_unless_the_off_topic_p
     assert c.est_refused == 0.5 and c.est_in_refused == 0.0 and c.est_bluff == 0.0
     assert 1.07 <= c.point_threshold <= 1.075  # the nearest 15 % of the generic off-topic probes (English)
     assert c.est_generic_pointed == 0.15
-    assert 1.095 <= d.point_threshold <= 1.10  # ... 20 % on a Danish drive
+    assert 1.02 <= d.point_threshold <= 1.025  # ... 5 % on a Danish drive
     tenth = cal_mod.choose(english, CalibrationConfig(point_quantile=0.10))
     assert 1.045 <= tenth.point_threshold <= 1.05 and tenth.est_generic_pointed == 0.1
     # A handbook asked "Can I expense a conference ticket?": near-domain probes that score like the

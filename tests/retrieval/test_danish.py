@@ -28,6 +28,7 @@ from retrieval.models.e5 import PASSAGE, QUERY, read_packed
 from retrieval.models.embed import E5Batches, E5Trial, choose_e5_runtime, e5_onnx_path, pick_e5
 from retrieval.search import Languages, packaged_glossary
 from retrieval.search.engine import Engine
+from retrieval.search.gate import COVERAGE_WEIGHT
 from retrieval.types import Chunk
 from testkit.fakes import NeverCalledModel, ScriptedModel
 from tests.conftest import ANSWERING, EXAMPLES, make_engine
@@ -138,6 +139,21 @@ def test_auto_takes_the_multilingual_model_for_a_drive_that_is_not_all_english(t
         Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "d3", embed_model="minilm")).embedding_model()
         == "minilm"
     )
+
+
+def test_the_gate_weighs_vocabulary_coverage_on_the_scale_of_the_drive_s_embedding_model(tmp_path: Path) -> None:
+    # multilingual-e5's distances lie in a tenth of MiniLM's range: at MiniLM's weight the words a
+    # chatty Danish message adds outweighed its distance, and 2 of 32 were answered with the needle.
+    (tmp_path / "da").mkdir()
+    (tmp_path / "da" / "moms.md").write_text("# Moms\n\n" + "Momsen skal indberettes hvert kvartal. " * 5)
+    danish = Builder(Settings(docs_dir=tmp_path / "da", data_dir=tmp_path / "d1"))
+    english = Builder(Settings(docs_dir=tmp_path / "da", data_dir=tmp_path / "d2", embed_model="minilm"))
+    for b, model in ((danish, "multilingual-e5"), (english, "minilm")):
+        assert b.gate_config().coverage_weight == b.calibration_config().coverage_weight == COVERAGE_WEIGHT[model]
+    assert COVERAGE_WEIGHT["multilingual-e5"] < COVERAGE_WEIGHT["minilm"] / 4
+    set_by_hand = Builder(Settings(docs_dir=tmp_path / "da", data_dir=tmp_path / "d3", gate_coverage_weight=0.3))
+    assert set_by_hand.gate_config().coverage_weight == set_by_hand.calibration_config().coverage_weight == 0.3
+
     with pytest.raises(ValidationError, match="supports en"):
         Settings(languages="de")  # type: ignore[arg-type]
 
