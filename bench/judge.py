@@ -27,7 +27,7 @@ from bench.drive import rows
 from bot.builder import Builder
 from bot.gate_status import calibration
 from config.settings import load_settings
-from retrieval.answer.evidence import most_relevant, number_sentences, question_weights
+from retrieval.answer.evidence import sentences_read
 from retrieval.evaluation import halves_by_document, normalise
 from retrieval.evaluation.cross_validation import auc
 from retrieval.evaluation.metrics import mrr, needle_rank, paired, recall_at, sign_test
@@ -71,12 +71,10 @@ def _first_evidence(result: Any, b: Builder, needle: str, judge: Judge | None) -
     """Whether the first sentence shown to the model (of the first max_sources passages) holds the needle."""
     snap = b.engine.searcher().snapshot
     sources = result.hits[: b.settings.max_sources]
-    sents = number_sentences(sources, snap.sentence_rows_of)
-    idf = question_weights(result.query, snap.bm25.idf)
     if judge is None:
-        top = most_relevant(sents, result.query_vector, 1, idf)
+        top = sentences_read(sources, snap, result.query_vector, result.query, 1)
     else:
-        ranked = most_relevant(sents, result.query_vector, len(sents), idf)  # the default order breaks ties
+        ranked = sentences_read(sources, snap, result.query_vector, result.query)  # the default order breaks ties
         probs = judge.probabilities(result.query, [plain(s.text) for s in ranked])
         top = [ranked[int(np.argmax(probs))]] if ranked else []
     return bool(top) and normalise(needle) in normalise(top[0].text)

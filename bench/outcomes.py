@@ -13,7 +13,7 @@ idf coverage)``) and every quantile the calibration is chosen again from the sam
 every question gets the gate's verdict, per style:
 
 - answerable questions **answered** with the needle in the source sentences the model reads
-  (those it may cite: ``retrieval.answer.evidence.most_relevant`` of the passages it is
+  (those it may cite: ``retrieval.answer.evidence.sentences_read`` of the passages it is
   given), answered without it, and not answered (pointed at or refused);
 - unanswerable questions answered.
 
@@ -46,7 +46,7 @@ import click
 
 from bench.drive import indexed, rows
 from bot.builder import Builder
-from retrieval.answer.evidence import SourceSentence, most_relevant, number_sentences, question_weights
+from retrieval.answer.evidence import SourceSentence, sentences_read
 from retrieval.answer.pointers import POINTERS
 from retrieval.evaluation import normalise
 from retrieval.index import Snapshot
@@ -119,17 +119,15 @@ def _corpus(folder: Path) -> Corpus:
         r = searcher.search(q["question"], k=20)
         want = normalise(q["needle"]) if answerable else ""
         at = next((i for i, h in enumerate(r.hits) if want and want in normalise(h.chunk.content)), len(r.hits))
-        read = bool(want) and any(_holds(want, s.text) for s in _read(b, searcher.snapshot, r, q["question"]))
+        read = bool(want) and any(_holds(want, s.text) for s in _read(b, searcher.snapshot, r))
         asked.append(Asked(style, answerable, facts_of(r), read, at < POINTERS))
     model = b.embedding_in_use or b.embedding_model()
     return Corpus(folder.name, Languages.main(searcher.snapshot), probed, b, asked, model)
 
 
-def _read(b: Builder, snap: Snapshot, r: SearchResult, question: str) -> list[SourceSentence]:
+def _read(b: Builder, snap: Snapshot, r: SearchResult) -> list[SourceSentence]:
     """The source sentences the model would read for ``r``, as the answer service picks them."""
-    sentences = number_sentences(r.hits[: b.settings.max_sources], snap.sentence_rows_of)
-    idf = question_weights(question, snap.bm25.idf)
-    return most_relevant(sentences, r.query_vector, b.settings.max_sentences, idf)
+    return sentences_read(r.hits[: b.settings.max_sources], snap, r.query_vector, r.query, b.settings.max_sentences)
 
 
 def _holds(needle: str, sentence: str) -> bool:

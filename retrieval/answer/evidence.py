@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.index import tokenize
+from retrieval.index import Snapshot, tokenize
 from retrieval.ingest import chunk_sentence_spans, is_heading, is_planted, is_question, plain
 from retrieval.types import Hit
 
@@ -146,6 +146,16 @@ def most_relevant(
     pool = [s for s in usable if not is_heading(s.text) and not is_question(s.text)] or usable
     ranked = sorted(pool, key=lambda s: -relevance(s, query, idf))
     return [replace(s, n=i) for i, s in enumerate(ranked[:keep], start=1)]
+
+
+def sentences_read(
+    hits: Sequence[Hit], snapshot: Snapshot, query: np.ndarray | None, question: str, keep: int | None = None
+) -> list[SourceSentence]:
+    """The source sentences of ``hits`` the model reads for ``question``, most relevant first:
+    the first ``keep`` (all, ranked, when None) by :func:`most_relevant`, with the drive's idf."""
+    sentences = number_sentences(hits, snapshot.sentence_rows_of)
+    idf = question_weights(question, snapshot.bm25.idf)
+    return most_relevant(sentences, query, len(sentences) if keep is None else keep, idf)
 
 
 def source_heading(hit: Hit) -> str:

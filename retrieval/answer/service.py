@@ -26,7 +26,7 @@ import numpy as np
 
 from retrieval.answer.asked import unanswered
 from retrieval.answer.citations import Citation, Linker, cite_evidence, neutralise, says_not_found
-from retrieval.answer.evidence import SourceSentence, VectorsOf, most_relevant, number_sentences, question_weights
+from retrieval.answer.evidence import SourceSentence, VectorsOf, number_sentences, question_weights, sentences_read
 from retrieval.answer.pointers import in_context, point_at
 from retrieval.answer.prompt import AnswerFormat, Claim, build_prompt, parse_claims, says_nothing_found, visible_partial
 from retrieval.answer.rewrite import Rewrite, widen
@@ -307,10 +307,8 @@ class AnswerService:
             return self._pointed(turn, decision.sources, decision.reason)
         if self.rewriter is not None:
             turn.result, decision = self._rewritten(self.rewriter, turn, decision, folders)
-        snap = searcher.snapshot
-        sentences = number_sentences(decision.sources, snap.sentence_rows_of)
-        question_idf = question_weights(question, snap.bm25.idf)
-        sentences = most_relevant(sentences, turn.result.query_vector, self.max_sentences, question_idf)
+        query = turn.result.query_vector
+        sentences = sentences_read(decision.sources, searcher.snapshot, query, question, self.max_sentences)
         return self._written(turn, decision.sources, sentences)
 
     def _written(self, turn: _Turn, sources: list[Hit], sentences: list[SourceSentence]) -> Answer:
