@@ -321,6 +321,10 @@ class Indexer:
         a file swapped for a FIFO after :func:`walk` looked at it cannot hang the sync."""
         try:
             fd = os.open(src.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError as exc:
+            if src.path.is_symlink():  # "No such file" of a file that is listed puzzles whoever reads it
+                return None, f"a broken symlink: its target {os.readlink(src.path)} does not exist"
+            return None, f"cannot read the file: {exc.strerror or exc}"
         except OSError as exc:
             return None, f"cannot read the file: {exc.strerror or exc}"
         with os.fdopen(fd, "rb") as f:

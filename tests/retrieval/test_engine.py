@@ -135,6 +135,13 @@ def test_a_symlink_out_of_the_folder_is_skipped_with_its_reason(docs: Path, tmp_
     assert eng.indexer.skipped() == report.skipped
 
 
+def test_a_broken_symlink_inside_the_folder_fails_saying_so_and_the_rest_is_indexed(docs: Path) -> None:
+    (docs / "moved.md").symlink_to("archive/moved.md")  # inside the folder, its target gone
+    report = memory_engine(docs).sync()
+    assert report.failed == {"moved.md": "a broken symlink: its target archive/moved.md does not exist"}
+    assert sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
+
+
 def test_fifos_sockets_and_a_folder_linked_from_outside_are_skipped_never_opened(
     docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
