@@ -139,6 +139,8 @@ def test_auto_takes_the_multilingual_model_for_a_drive_that_is_not_all_english(t
         Builder(Settings(docs_dir=tmp_path / "docs", data_dir=tmp_path / "d3", embed_model="minilm")).embedding_model()
         == "minilm"
     )
+    with pytest.raises(ValidationError, match="supports en"):
+        Settings(languages="de")  # type: ignore[arg-type]
 
 
 def test_the_gate_weighs_vocabulary_coverage_on_the_scale_of_the_drive_s_embedding_model(tmp_path: Path) -> None:
@@ -153,9 +155,6 @@ def test_the_gate_weighs_vocabulary_coverage_on_the_scale_of_the_drive_s_embeddi
     assert COVERAGE_WEIGHT["multilingual-e5"] < COVERAGE_WEIGHT["minilm"] / 4
     set_by_hand = Builder(Settings(docs_dir=tmp_path / "da", data_dir=tmp_path / "d3", gate_coverage_weight=0.3))
     assert set_by_hand.gate_config().coverage_weight == set_by_hand.calibration_config().coverage_weight == 0.3
-
-    with pytest.raises(ValidationError, match="supports en"):
-        Settings(languages="de")  # type: ignore[arg-type]
 
 
 class _Dictionary:
