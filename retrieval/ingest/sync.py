@@ -174,6 +174,17 @@ def _not_regular(path: Path) -> str | None:
     return f"{kind}, not a regular file: not read"
 
 
+def _unreadable(path: Path, exc: OSError) -> str:
+    """Why ``path`` could not be opened. "No such file" of a file the listing shows puzzles
+    whoever reads it: for a symlink it is its target that is gone, and the reason says so."""
+    if isinstance(exc, FileNotFoundError):
+        try:
+            return f"a broken symlink: its target {os.readlink(path)} does not exist"
+        except OSError:
+            pass  # not a symlink: a file removed since the listing
+    return f"cannot read the file: {exc.strerror or exc}"
+
+
 class Indexer:
     """Keeps the store and the manifest true to one docs folder."""
 
@@ -321,12 +332,8 @@ class Indexer:
         a file swapped for a FIFO after :func:`walk` looked at it cannot hang the sync."""
         try:
             fd = os.open(src.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError as exc:
-            if src.path.is_symlink():  # "No such file" of a file that is listed puzzles whoever reads it
-                return None, f"a broken symlink: its target {os.readlink(src.path)} does not exist"
-            return None, f"cannot read the file: {exc.strerror or exc}"
         except OSError as exc:
-            return None, f"cannot read the file: {exc.strerror or exc}"
+            return None, _unreadable(src.path, exc)
         with os.fdopen(fd, "rb") as f:
             try:
                 info = os.fstat(fd)
