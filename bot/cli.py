@@ -199,15 +199,21 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
         + (f" {retired} learned pair(s) retired: their passage is gone." if retired else "")
     )
     for path, reason in report.failed.items():
-        click.secho(f"  failed  {path}: {reason}", fg="yellow")
+        click.secho(f"  failed  {_shown(path)}: {reason}", fg="yellow")
     for path, reason in report.skipped.items():
-        click.echo(f"  skipped {path}: {reason}")
+        click.echo(f"  skipped {_shown(path)}: {reason}")
     _print_totals(rt.engine.manifest.all())
     # What `serve` does after a sync, so that `footnote ask` answers with this index's own thresholds.
     cal = calibration(rt, compute=True, say=click.echo)
     if cal is not None:
         a, p = cal.thresholds
         click.echo(f"Gate: answers at ≤ {a:.3f}, points at the closest passages up to {p:.3f} (`footnote status`).")
+
+
+def _shown(path: str) -> str:
+    """A file's path on one line: a name holding a newline or another control character is
+    shown with Python's escapes (``name\\nwith newline.md``), so one file is one line."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in path)
 
 
 def _drive_language_text(passages: Mapping[str, int]) -> str:
@@ -284,16 +290,16 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
         click.echo(json.dumps(out, indent=2))
         return
     for d in docs:
-        line = f"{d['state']:8} {d['chunks']:5} chunks  {d['path']}"
+        line = f"{d['state']:8} {d['chunks']:5} chunks  {_shown(d['path'])}"
         if d["reason"]:
             line += f"  ({d['reason']})"
         click.echo(line)
     for path, reason in skipped.items():
-        click.echo(f"skipped        {path}  ({reason})")
+        click.echo(f"skipped        {_shown(path)}  ({reason})")
     for f in planted:
         quote = " ".join(f.text.split())
         quote = quote if len(quote) <= 80 else quote[:79] + "…"
-        click.echo(f"flagged        {f.path}  #char={f.start},{f.end}  “{quote}”")
+        click.echo(f"flagged        {_shown(f.path)}  #char={f.start},{f.end}  “{quote}”")
     if planted:
         click.echo("Flagged text addresses an assistant: it is never offered to the model nor quoted.")
     built_from = engine.manifest.docs_folder()

@@ -58,7 +58,10 @@ def safe_path(docs_dir: Path, raw: str) -> Path | None:
     if not rel or rel.startswith(("/", "\\")) or ".." in parts or "\\" in rel or "\x00" in rel:
         return None
     root = docs_dir.resolve()
-    target = (root / rel).resolve()  # follows symlinks: one pointing out of the folder is caught here
+    try:
+        target = (root / rel).resolve()  # follows symlinks: one pointing out of the folder is caught here
+    except (OSError, RuntimeError):  # a loop of links (RuntimeError before Python 3.13)
+        return None
     if not target.is_relative_to(root) or not target.is_file():
         return None
     return target

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # line breaks, tabs and other controls
+
+
+def one_line(title: str) -> str:
+    """A title as one line: a file name or a PDF's metadata may hold a newline, a tab or a
+    control character, which would split a `status` line or a Slack link's label."""
+    return _BREAKS.sub(" ", title).strip() if _BREAKS.search(title) else title
 
 
 @dataclass(frozen=True)
@@ -19,6 +28,9 @@ class Section:
     end: int
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "title", one_line(self.title))
+
 
 @dataclass(frozen=True)
 class Document:
@@ -31,6 +43,9 @@ class Document:
     extractor: str
     extractor_version: str
     locator: str = "char"  # how citations point into it: char, page, t, sheet, slide
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "title", one_line(self.title))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ FIFO's reader waits for a writer forever).
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import os
@@ -140,14 +141,33 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
             rel = full.relative_to(docs_dir).as_posix()
             if any(fnmatch.fnmatch(rel, p) for p in ignore):
                 continue
+            if not _utf8(rel):
+                # The index stores names as UTF-8 text; the bytes are shown as \xNN escapes.
+                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                yield SourceFile(
+                    shown, full, "its name is not valid UTF-8 (a drive in another encoding?): rename it to index it"
+                )
+                continue
             yield SourceFile(rel, full, _outside(full, root_dir) or _not_regular(full))
+
+
+def _utf8(name: str) -> bool:
+    """Whether a name from the file system is UTF-8: bytes that are not arrive as lone surrogates."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _outside(path: Path, root_dir: Path) -> str | None:
     """The skip reason for a symlink that leaves the docs folder, else None."""
     if not path.is_symlink():
         return None
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links (RuntimeError before 3.13): leads nowhere, and reading it says so
+        return None
     if target.is_relative_to(root_dir):
         return None
     kind = "a folder" if target.is_dir() else "a file"
@@ -182,6 +202,8 @@ def _unreadable(path: Path, exc: OSError) -> str:
             return f"a broken symlink: its target {os.readlink(path)} does not exist"
         except OSError:
             pass  # not a symlink: a file removed since the listing
+    if exc.errno == errno.ELOOP:
+        return "a symlink loop: its links lead back to each other and never to a file"
     return f"cannot read the file: {exc.strerror or exc}"
 
 

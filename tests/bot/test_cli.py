@@ -229,6 +229,20 @@ def test_a_symlink_out_of_the_docs_folder_is_skipped_visibly(env: tuple[Path, Pa
     assert "payroll.md" not in {d["path"] for d in data["documents"]} and "payroll.md" in data["skipped"]
 
 
+def test_a_name_with_a_newline_is_one_line_of_index_and_status(env: tuple[Path, Path]) -> None:
+    docs, _ = env
+    (docs / "parking\nrules.txt").write_text("Parking spots are assigned each January.\n")
+    (docs / "old\tnotes.md").write_bytes(b"")  # a failure's line too
+    runner = CliRunner()
+    res = runner.invoke(main, ["index", "--quiet"])
+    assert res.exit_code == 0 and "  failed  old\\tnotes.md: empty file" in res.output, res.output
+    lines = runner.invoke(main, ["status"]).output.splitlines()
+    assert any(line.endswith(" chunks  parking\\nrules.txt") for line in lines), lines
+    assert not any(line.startswith("rules.txt") for line in lines)
+    data = json.loads(runner.invoke(main, ["status", "--json"]).output)
+    assert "parking\nrules.txt" in {d["path"] for d in data["documents"]}  # JSON keeps the real name
+
+
 def test_bench_runs_from_the_checkout_without_importing_it() -> None:
     res = CliRunner().invoke(main, ["bench", "--help"])  # `python -m bench --help`, run from the checkout
     assert res.exit_code == 0, res.output

@@ -60,12 +60,23 @@ def docs(tmp_path: Path) -> Path:
     shutil.copytree(EXAMPLES, d)
     (tmp_path / "secret.md").write_text("# Secret\n\nsalaries")
     os.symlink(tmp_path / "secret.md", d / "escape.md")
+    os.symlink("loop-b.md", d / "loop-a.md")
+    os.symlink("loop-a.md", d / "loop-b.md")
     return d
 
 
 def test_paths_that_leave_the_docs_folder_are_refused(docs: Path) -> None:
     assert safe_path(docs, "on-call.md") == (docs / "on-call.md").resolve()
-    for bad in ("../secret.md", "%2E%2E/secret.md", "/etc/passwd", "escape.md", "a/../../secret.md", "", "missing.md"):
+    for bad in (
+        "../secret.md",
+        "%2E%2E/secret.md",
+        "/etc/passwd",
+        "escape.md",
+        "a/../../secret.md",
+        "",
+        "missing.md",
+        "loop-a.md",
+    ):
         assert safe_path(docs, bad) is None, bad
 
 

@@ -142,6 +142,35 @@ def test_a_broken_symlink_inside_the_folder_fails_saying_so_and_the_rest_is_inde
     assert sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
 
 
+def test_a_symlink_loop_fails_saying_so_and_the_rest_is_indexed(docs: Path) -> None:
+    (docs / "a.md").symlink_to("b.md")
+    (docs / "b.md").symlink_to("a.md")  # resolving either raises instead of leading anywhere
+    report = memory_engine(docs).sync()
+    loop = "a symlink loop: its links lead back to each other and never to a file"
+    assert report.failed == {"a.md": loop, "b.md": loop}
+    assert sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
+
+
+def test_a_name_that_is_not_utf8_is_skipped_shown_by_its_bytes_and_the_rest_is_indexed(docs: Path) -> None:
+    with open(os.path.join(os.fsencode(docs), b"caf\xe9.md"), "wb") as f:  # a Latin-1 name
+        f.write(b"# Cafe\n\nThe cafe opens at eight.\n")
+    eng = memory_engine(docs)
+    report = eng.sync()
+    assert report.skipped == {
+        "caf\\xe9.md": "its name is not valid UTF-8 (a drive in another encoding?): rename it to index it"
+    }
+    assert sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
+    assert eng.indexer.skipped() == report.skipped
+
+
+def test_a_title_from_a_name_with_a_newline_is_one_line(docs: Path) -> None:
+    (docs / "parking\nrules.txt").write_text("Parking spots are assigned each January.\n")
+    eng = memory_engine(docs)
+    assert "parking\nrules.txt" in eng.sync().indexed  # the file keeps its real name
+    titles = {c.doc_title for c in eng.searcher().snapshot.chunks if c.path == "parking\nrules.txt"}
+    assert titles == {"parking rules"}
+
+
 def test_fifos_sockets_and_a_folder_linked_from_outside_are_skipped_never_opened(
     docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
