@@ -115,3 +115,37 @@ def test_a_page_of_front_matter_only_is_a_clear_failure() -> None:
 def test_unsupported_suffix_has_no_extractor() -> None:
     assert extractor_for("movie.mp4") is None
     assert extractor_for("README.MARKDOWN") is not None
+
+
+WIKI_EXPORT = b"""<html><head><title>Badges</title></head><body>
+<div class="page">Badges are collected at the front desk.<br>Bring photo ID.
+<div><span>Lost badges cost <b>200 kr</b>.</span></div></div>
+Words loose in the body count too.<p hidden>Draft: never shown.</p><!-- a comment is no text -->
+<h2>Visitors</h2><div>Visitors sign in at reception<ul><li>and wear a red lanyard</li></ul>until they leave.</div>
+</body></html>"""
+
+
+def test_html_text_outside_paragraph_tags_is_read_block_by_block() -> None:
+    """A wiki export or a generated page puts its text in <div>s and <span>s, not <p>s: all of
+    it is the document's, and a nested list splits the text around it into its own paragraphs."""
+    ex = extractor_for("badges.html")
+    assert ex is not None
+    doc = ex.extract("badges.html", WIKI_EXPORT)
+    paragraphs = doc.text.split("\n\n")
+    assert paragraphs == [
+        "Badges are collected at the front desk.\nBring photo ID.",
+        "Lost badges cost 200 kr.",
+        "Words loose in the body count too.",
+        "Visitors sign in at reception",
+        "and wear a red lanyard",
+        "until they leave.",
+    ]
+    assert [s.title for s in doc.sections] == ["", "Visitors"] and doc.title == "Badges"
+    assert "Draft" not in doc.text and "comment" not in doc.text
+
+
+def test_a_deeply_nested_page_is_read_without_exhausting_the_stack() -> None:
+    ex = extractor_for("deep.html")
+    assert ex is not None
+    page = b"<html><body>" + b"<div>" * 5000 + b"Deep words." + b"</div>" * 5000 + b"</body></html>"
+    assert ex.extract("deep.html", page).text == "Deep words."
