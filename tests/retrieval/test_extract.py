@@ -149,3 +149,57 @@ def test_a_deeply_nested_page_is_read_without_exhausting_the_stack() -> None:
     assert ex is not None
     page = b"<html><body>" + b"<div>" * 5000 + b"Deep words." + b"</div>" * 5000 + b"</body></html>"
     assert ex.extract("deep.html", page).text == "Deep words."
+
+
+def _word_with_hidden_places() -> bytes:
+    """A Word file as forms, reviewers and designers leave them: a content control, a tracked
+    insertion beside a tracked deletion, a text box, and a cell merged across two columns."""
+    import io
+
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    d = docx.Document()
+    d.add_paragraph("Plain paragraph about badges.")
+    t = d.add_table(rows=2, cols=3)
+    for j, v in enumerate(["Item", "Limit", "Note"]):
+        t.cell(0, j).text = v
+    t.cell(1, 0).text = "Hotel"
+    t.cell(1, 1).merge(t.cell(1, 2)).text = "1200 per night"
+    body = d.element.body
+    w, shapes = (
+        nsdecls("w", "wp", "a"),
+        (
+            'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+            'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+        ),
+    )
+    for xml in (
+        f"<w:sdt {w}><w:sdtContent><w:p><w:r><w:t>Parking is free for visitors.</w:t></w:r></w:p></w:sdtContent></w:sdt>",
+        f'<w:p {w}><w:r><w:t xml:space="preserve">Lunch is served at </w:t></w:r>'
+        '<w:del w:id="1" w:author="a"><w:r><w:delText>noon</w:delText></w:r></w:del>'
+        '<w:ins w:id="2" w:author="a"><w:r><w:t>half past eleven</w:t></w:r></w:ins></w:p>',
+        f'<w:p {w} {shapes}><w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><wp:anchor><a:graphic>'
+        "<a:graphicData><wps:wsp><wps:txbx><w:txbxContent><w:p><w:r><w:t>The cafe opens at eight.</w:t></w:r></w:p>"
+        "</w:txbxContent></wps:txbx></wps:wsp></a:graphicData></a:graphic></wp:anchor></w:drawing></mc:Choice>"
+        "<mc:Fallback><w:pict><w:txbxContent><w:p><w:r><w:t>The cafe opens at eight.</w:t></w:r></w:p></w:txbxContent>"
+        "</w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>",
+    ):
+        body.insert(len(body) - 1, parse_xml(xml))  # before the section properties, which end the body
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def test_word_text_in_content_controls_tracked_insertions_and_text_boxes_is_read_once() -> None:
+    ex = extractor_for("office.docx")
+    assert ex is not None
+    doc = ex.extract("office.docx", _word_with_hidden_places())
+    assert doc.text.split("\n\n") == [
+        "Plain paragraph about badges.",
+        "Item: Hotel; Limit: 1200 per night",  # the merged cell once, not again as its Note
+        "Parking is free for visitors.",
+        "Lunch is served at half past eleven",  # the deleted "noon" is not the document's
+        "The cafe opens at eight.",  # the text box once, not again from its fallback copy
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -16,14 +17,12 @@ from retrieval.types import Document
 @dataclass(frozen=True)
 class DocxExtractor:
     name: str = "docx"
-    version: str = "1"
+    version: str = "2"  # 2: content controls, tracked insertions and text boxes are read
     suffixes: tuple[str, ...] = (".docx",)
     isolated: bool = True
 
     def extract(self, rel_path: str, data: bytes) -> Document:
         import docx
-        from docx.table import Table
-        from docx.text.paragraph import Paragraph
 
         check_zip(data, "Word document")
         try:
@@ -33,31 +32,97 @@ class DocxExtractor:
         title = (d.core_properties.title or "").strip()
         b = TextBuilder()
         section, paras = "", list[str]()
-        for block in d.iter_inner_content():
-            if isinstance(block, Paragraph):
-                style = (block.style.name if block.style is not None else "") or ""
-                text = block.text.strip()
-                if style == "Title" and text and not title:
-                    title = text
-                elif style.startswith("Heading") and text:
-                    b.section(section, paras)
-                    section, paras = text, []
-                elif text:
-                    paras.append(text)
-            elif isinstance(block, Table):
-                paras.extend(_table_rows(block))
+        for style, text in _blocks(d, d.element.body):
+            if style == "Title" and not title:
+                title = text
+            elif style.startswith("Heading"):
+                b.section(section, paras)
+                section, paras = text, []
+            else:
+                paras.append(text)
         b.section(section, paras)
         if b.empty:
             raise ExtractionError("no text: the Word document is blank")
         return b.document(rel_path, title or PurePath(rel_path).stem, self.name, self.version)
 
 
-def _table_rows(table: Any) -> list[str]:
+def _blocks(d: Any, container: Any) -> Iterator[tuple[str, str]]:
+    """(paragraph style, text) for each paragraph and table row in ``container``, in order:
+    content controls (``w:sdt``, as forms and templates use) are entered, and a text box's
+    paragraphs follow the paragraph that anchors it."""
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for el in container.iterchildren():
+        tag = _local(el)
+        if tag == "p":
+            style = Paragraph(el, d._body).style
+            text, boxes = _paragraph_text(el)
+            if text.strip():
+                yield ((style.name if style is not None else "") or ""), text.strip()
+            for box in boxes:
+                yield from _blocks(d, box)
+        elif tag == "tbl":
+            yield from (("", row) for row in _table_rows(Table(el, d._body), d))
+        elif tag in ("sdt", "sdtContent", "customXml"):
+            yield from _blocks(d, el)
+
+
+# Never the document's current words: deleted or moved-away text (tracked changes), field
+# codes ("TOC \\o"), and the fallback copy of a drawing, which repeats its text box.
+_SKIP = {"del", "moveFrom", "instrText", "delInstrText", "Fallback"}
+_CHARS = {"tab": "\t", "br": "\n", "cr": "\n", "noBreakHyphen": "-"}
+
+
+def _paragraph_text(p: Any) -> tuple[str, list[Any]]:
+    """The words of one ``w:p`` (tracked insertions included, deletions not), and the text
+    boxes (``w:txbxContent``) inside it, whose paragraphs are read as paragraphs of their own."""
+    out: list[str] = []
+    boxes: list[Any] = []
+    stack = list(reversed(list(p.iterchildren())))
+    while stack:
+        el = stack.pop()
+        tag = _local(el)
+        if tag in _SKIP:
+            continue
+        if tag == "txbxContent":
+            boxes.append(el)
+            continue
+        if tag == "t":
+            out.append(el.text or "")
+        elif tag in _CHARS:
+            out.append(_CHARS[tag])
+        stack.extend(reversed(list(el.iterchildren())))
+    return "".join(out), boxes
+
+
+def _local(el: Any) -> str:
+    """An element's tag without its namespace (comments and processing instructions have none)."""
+    tag = el.tag
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _table_rows(table: Any, d: Any) -> list[str]:
     """Each row as "Header: value; …" when the first row looks like headers, else cells joined."""
-    rows = [[c.text.strip() for c in row.cells] for row in table.rows]
+    rows = [_row_texts(row.cells, d) for row in table.rows]
     if not rows:
         return []
     head, body = rows[0], rows[1:]
     if body and all(head):
         return ["; ".join(f"{h}: {v}" for h, v in zip(head, r, strict=False) if v) for r in body]
     return [" | ".join(c for c in r if c) for r in rows]
+
+
+def _row_texts(cells: Any, d: Any) -> list[str]:
+    """A row's cell texts, one per grid column; a cell merged across columns is read once
+    (python-docx repeats it for each column it spans), its other columns empty."""
+    out, previous = [], None
+    for c in cells:
+        out.append("" if c._tc is previous else _cell_text(c, d))
+        previous = c._tc
+    return out
+
+
+def _cell_text(cell: Any, d: Any) -> str:
+    """A cell's paragraphs (content controls and tracked insertions included), one per line."""
+    return "\n".join(text for _, text in _blocks(d, cell._tc)).strip()
