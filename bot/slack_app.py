@@ -42,6 +42,11 @@ HOME_GAPS = 5
 StatusOf = Callable[[Sequence[str] | None], Health]
 
 
+# A person's message: plain, with a file attached, or a thread reply also sent to the channel.
+# Every other subtype (an edit, a deletion, a join, a bot's post) is no question.
+ASKED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+
+
 class SlackBot:
     """The Bolt app's handlers, over the pieces that do the work (built by ``bot.builder``)."""
 
@@ -119,8 +124,8 @@ class SlackBot:
 
     def _on_message(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
         ack()
-        if event.get("bot_id") or event.get("subtype"):
-            return  # our own messages, other bots, edits and joins
+        if event.get("bot_id") or event.get("subtype") not in ASKED_SUBTYPES:
+            return  # our own messages, other bots, edits, deletions and joins
         text = event.get("text", "")
         channel = event["channel"]
         is_dm = event.get("channel_type") == "im"

@@ -339,6 +339,27 @@ def test_slash_command_posts_the_question_and_answers_in_its_thread(harness_fact
     assert posts[1]["thread_ts"] == posts[0]["_ts"]
 
 
+def test_a_message_with_a_file_or_sent_to_the_channel_too_is_answered_and_an_edit_is_not(
+    harness_factory: Any,
+) -> None:
+    """Slack marks a person's message with a subtype when it carries a file ("file_share") or
+    is a thread reply also sent to the channel ("thread_broadcast"): both are questions.
+    An edit ("message_changed") is not asked again."""
+    h = harness_factory(Scripted())
+    dm = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1"}
+    h.event({**dm, "subtype": "file_share", "text": ANSWERABLE, "ts": "310.1", "files": [{"id": "F1"}]})
+    h.finals(expect=1)
+    h.mention(ANSWERABLE, ts="311.1")
+    h.finals(expect=2)
+    follow = {"type": "message", "channel_type": "channel", "user": "U1", "channel": "C1", "thread_ts": "311.1"}
+    h.event({**follow, "subtype": "thread_broadcast", "text": "and within 30 minutes?", "ts": "311.5"})
+    h.finals(expect=3)
+    edited = {**dm, "ts": "310.1", "text": ANSWERABLE + " (edited)"}
+    h.event({**dm, "subtype": "message_changed", "message": edited, "ts": "312.1"})
+    h.settle()
+    assert len(_not_sentinel(h.finals())) == 3
+
+
 def test_direct_message_and_follow_up_in_a_thread_use_context(harness_factory: Any) -> None:
     model = Scripted()
     h = harness_factory(model)
