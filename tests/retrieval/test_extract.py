@@ -203,3 +203,18 @@ def test_word_text_in_content_controls_tracked_insertions_and_text_boxes_is_read
         "Lunch is served at half past eleven",  # the deleted "noon" is not the document's
         "The cafe opens at eight.",  # the text box once, not again from its fallback copy
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("prices.csv", "Vare;Beløb\nKaffe, sort;25\nTe;20\n".encode("latin-1")),  # Excel's Danish export
+        ("prices.tsv", b"Vare\tBel\xc3\xb8b\nKaffe, sort\t25\nTe\t20\n"),  # commas in a cell, tabs between
+    ],
+)
+def test_a_csv_or_tsv_export_becomes_header_value_rows(name: str, data: bytes) -> None:
+    ex = extractor_for(name)
+    assert ex is not None
+    doc = ex.extract(name, data)
+    assert doc.text.split("\n\n") == ["Vare: Kaffe, sort; Beløb: 25", "Vare: Te; Beløb: 20"]
+    assert doc.locator == "sheet" and doc.title == "prices"

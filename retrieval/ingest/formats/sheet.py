@@ -90,15 +90,17 @@ class XlsxExtractor:
 class CsvExtractor:
     name: str = "csv"
     version: str = "2"  # 2: rebuilt so its chunks carry every row they cover (sentence-exact citations)
-    suffixes: tuple[str, ...] = (".csv",)
+    suffixes: tuple[str, ...] = (".csv", ".tsv")
     isolated: bool = True
 
     def extract(self, rel_path: str, data: bytes) -> Document:
         text = decode_text(data)
-        try:
-            dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
-        except csv.Error:
-            dialect = csv.excel
+        dialect: type[csv.Dialect] = csv.excel_tab  # a .tsv says its delimiter: commas in its cells do not count
+        if not rel_path.lower().endswith(".tsv"):
+            try:
+                dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
+            except csv.Error:
+                dialect = csv.excel
         stem = PurePath(rel_path).stem
         b = TextBuilder()
         add_sheet(b, stem, csv.reader(io.StringIO(text), dialect))
