@@ -19,13 +19,18 @@ VTT = """WEBVTT
 """
 
 
-def pdf_bytes(pages: list[str], *, encrypt: bool = False) -> bytes:
+def pdf_bytes(pages: list[str], *, encrypt: bool = False, restrict: bool = False) -> bytes:
+    """``encrypt``: a password opens it. ``restrict``: AES-256 with an owner password only, as
+    "restrict editing" leaves a PDF: every reader opens it without asking."""
     from fpdf import FPDF
+    from fpdf.enums import EncryptionMethod
 
     pdf = FPDF()
     pdf.set_title("Travel Policy")
     if encrypt:
         pdf.set_encryption(owner_password="owner", user_password="secret")
+    if restrict:
+        pdf.set_encryption(owner_password="owner", encryption_method=EncryptionMethod.AES_256)
     pdf.set_font("Helvetica", size=12)
     for text in pages:
         pdf.add_page()

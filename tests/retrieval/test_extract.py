@@ -218,3 +218,14 @@ def test_a_csv_or_tsv_export_becomes_header_value_rows(name: str, data: bytes) -
     doc = ex.extract(name, data)
     assert doc.text.split("\n\n") == ["Vare: Kaffe, sort; Beløb: 25", "Vare: Te; Beløb: 20"]
     assert doc.locator == "sheet" and doc.title == "prices"
+
+
+def test_a_pdf_restricted_with_aes_but_no_password_to_open_is_read() -> None:
+    """Acrobat's "restrict editing" encrypts with AES and an owner password only: readers open
+    it without asking, and so does the sync (pypdf needs `cryptography` for AES)."""
+    from tests.retrieval import fixtures as fx
+
+    ex = extractor_for("policy.pdf")
+    assert ex is not None
+    doc = ex.extract("policy.pdf", fx.pdf_bytes(["Badges are collected at the front desk."], restrict=True))
+    assert doc.text == "Badges are collected at the front desk." and doc.title == "Travel Policy"
