@@ -229,3 +229,21 @@ def test_a_pdf_restricted_with_aes_but_no_password_to_open_is_read() -> None:
     assert ex is not None
     doc = ex.extract("policy.pdf", fx.pdf_bytes(["Badges are collected at the front desk."], restrict=True))
     assert doc.text == "Badges are collected at the front desk." and doc.title == "Travel Policy"
+
+
+def test_pdf_ligatures_are_read_as_their_letters() -> None:
+    """A typeset PDF draws "fi" and "ffi" as one glyph, which pypdf gives as one code point
+    ("ﬁle", "oﬃce"): neither a question's "file" nor a needle's "office" would match it."""
+    from pathlib import Path
+
+    import matplotlib
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_font("dejavu", fname=str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf"))
+    pdf.set_font("dejavu", size=12)
+    pdf.add_page()
+    pdf.multi_cell(0, 8, "The \ufb01le is in the o\ufb03ce, \ufb02oor two.")
+    ex = extractor_for("typeset.pdf")
+    assert ex is not None
+    assert ex.extract("typeset.pdf", bytes(pdf.output())).text == "The file is in the office, floor two."

@@ -11,11 +11,17 @@ from retrieval.errors import ExtractionError
 from retrieval.ingest.formats.builder import PAGE_BREAK, TextBuilder
 from retrieval.types import Document
 
+# pypdf gives a font's ligature glyph as its own code point ("ﬁle", "oﬃce"), which no one types:
+# a question's "file" would not find it, nor a quote read aloud. Letters, as a reader copies them.
+LIGATURES = str.maketrans(
+    {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st"}
+)
+
 
 @dataclass(frozen=True)
 class PdfExtractor:
     name: str = "pdf"
-    version: str = "1"
+    version: str = "2"  # 2: typographic ligatures read as their letters
     suffixes: tuple[str, ...] = (".pdf",)
     isolated: bool = True
     ocr: bool = False  # read image-only pages with tesseract
@@ -35,7 +41,7 @@ class PdfExtractor:
             reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
                 raise ExtractionError("encrypted PDF: it needs a password to open")
-            pages = [page.extract_text() or "" for page in reader.pages]
+            pages = [(page.extract_text() or "").translate(LIGATURES) for page in reader.pages]
         except ExtractionError:
             raise
         except FileNotDecryptedError as exc:
