@@ -247,3 +247,22 @@ def test_pdf_ligatures_are_read_as_their_letters() -> None:
     ex = extractor_for("typeset.pdf")
     assert ex is not None
     assert ex.extract("typeset.pdf", bytes(pdf.output())).text == "The file is in the office, floor two."
+
+
+def test_a_spreadsheet_date_reads_as_the_sheet_shows_it() -> None:
+    import datetime
+    import io
+
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    assert ws is not None
+    ws.append(["Item", "Due", "Starts", "Slot"])
+    ws.append(["Audit", datetime.date(2026, 1, 5), datetime.datetime(2026, 2, 1, 14, 30), datetime.time(9, 15, 30)])
+    out = io.BytesIO()
+    wb.save(out)
+    ex = extractor_for("plan.xlsx")
+    assert ex is not None
+    text = ex.extract("plan.xlsx", out.getvalue()).text
+    assert text == "Item: Audit; Due: 2026-01-05; Starts: 2026-02-01 14:30; Slot: 09:15:30"

@@ -4,6 +4,7 @@ per row, and every chunk knows its sheet and A1 range (``#sheet=Escalation&range
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,18 @@ def _cell(v: Any) -> str:
         return ""
     if isinstance(v, float) and v.is_integer():
         v = int(v)
+    if isinstance(v, datetime.datetime | datetime.time):
+        v = _moment(v)
     return " ".join(str(v).split())
+
+
+def _moment(v: datetime.datetime | datetime.time) -> str:
+    """A date cell as the sheet shows it: "2026-01-05", not "2026-01-05 00:00:00" (a spreadsheet
+    stores every date as a moment); a time without seconds as "14:30"."""
+    if isinstance(v, datetime.datetime) and v.time() == datetime.time(0):
+        return v.date().isoformat()
+    spec = "minutes" if v.second == 0 and v.microsecond == 0 else "seconds"
+    return v.isoformat(sep=" ", timespec=spec) if isinstance(v, datetime.datetime) else v.isoformat(timespec=spec)
 
 
 def add_sheet(b: TextBuilder, name: str, rows: Iterable[Sequence[Any]]) -> None:
@@ -63,7 +75,7 @@ def add_sheet(b: TextBuilder, name: str, rows: Iterable[Sequence[Any]]) -> None:
 @dataclass(frozen=True)
 class XlsxExtractor:
     name: str = "xlsx"
-    version: str = "2"  # 2: rebuilt so its chunks carry every row they cover (sentence-exact citations)
+    version: str = "3"  # 3: a date cell reads "2026-01-05" (2: chunks carry every row they cover)
     suffixes: tuple[str, ...] = (".xlsx", ".xlsm")
     isolated: bool = True
 
