@@ -266,3 +266,28 @@ def test_a_spreadsheet_date_reads_as_the_sheet_shows_it() -> None:
     assert ex is not None
     text = ex.extract("plan.xlsx", out.getvalue()).text
     assert text == "Item: Audit; Due: 2026-01-05; Starts: 2026-02-01 14:30; Slot: 09:15:30"
+
+
+def test_a_title_row_above_a_table_does_not_label_its_columns() -> None:
+    """Real workbooks open with a title ("Travel budget 2026") and a blank row before the
+    table's header: the header is the first row of two or more cells, the title its own line."""
+    import io
+
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    assert ws is not None
+    for row in (["Travel budget 2026"], [], ["Item", "Cost", "Owner"], ["Taxi", 500, "Ann"], ["Hotel", 1200, "Bo"]):
+        ws.append(row)
+    out = io.BytesIO()
+    wb.save(out)
+    ex = extractor_for("budget.xlsx")
+    assert ex is not None
+    doc = ex.extract("budget.xlsx", out.getvalue())
+    assert doc.text.split("\n\n") == [
+        "Travel budget 2026",
+        "Item: Taxi; Cost: 500; Owner: Ann",
+        "Item: Hotel; Cost: 1200; Owner: Bo",
+    ]
+    assert [row for _, row in doc.sections[0].meta["marks"]] == [1, 4, 5]  # A1 ranges keep the sheet's rows

@@ -6,7 +6,8 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -46,36 +47,58 @@ def _moment(v: datetime.datetime | datetime.time) -> str:
     return v.isoformat(sep=" ", timespec=spec) if isinstance(v, datetime.datetime) else v.isoformat(timespec=spec)
 
 
+TITLE_ROWS = 20  # rows looked at for the table's header before the first row is taken as it
+
+
 def add_sheet(b: TextBuilder, name: str, rows: Iterable[Sequence[Any]]) -> None:
-    """The first non-empty row is the header; later rows become lines marked with their row number."""
-    header: list[str] | None = None
-    lines: list[str] = []
-    marks: list[int] = []
-    width = 0
-    for number, raw in enumerate(rows, start=1):
-        cells = [_cell(v) for v in raw]
-        if not any(cells):
-            continue
-        if header is None:
-            header = cells
-            continue
+    """The header is the first non-empty row with two or more cells, so a title above the table
+    ("Travel budget 2026") stays a line of its own instead of labelling every column; a sheet of
+    one column takes its first row. Later rows become lines marked with their row number."""
+    filled = ((n, [_cell(v) for v in raw]) for n, raw in enumerate(rows, start=1))
+    lead, header, body = _split_header((n, cells) for n, cells in filled if any(cells))
+    lines = [" ".join(c for c in cells if c) for _, cells in lead]
+    marks = [n for n, _ in lead]
+    width = max((len(cells) for _, cells in lead), default=0)
+    names = header[1] if header else []
+    data = 0
+    for number, cells in body:
         width = max(width, len(cells))
         pairs = [
-            f"{header[i] if i < len(header) and header[i] else column_letter(i + 1)}: {v}"
+            f"{names[i] if i < len(names) and names[i] else column_letter(i + 1)}: {v}"
             for i, v in enumerate(cells)
             if v
         ]
         lines.append("; ".join(pairs))
         marks.append(number)
-    if header is not None and not lines:  # a sheet that is only a header row is still text
-        lines, marks, width = ["; ".join(c for c in header if c)], [1], len(header)
+        data += 1
+    if header and not data:  # a table that is only a header row is still text
+        lines.append("; ".join(c for c in names if c))
+        marks.append(header[0])
+        width = max(width, len(names))
     b.section(name, lines, {"sheet": name, "last_col": column_letter(max(width, 1))}, marks)
+
+
+Row = tuple[int, list[str]]
+
+
+def _split_header(rows: Iterator[Row]) -> tuple[list[Row], Row | None, Iterator[Row]]:
+    """(title rows above the table, its header row, the rows after it)."""
+    seen: list[Row] = []
+    for row in rows:
+        if sum(1 for c in row[1] if c) >= 2:
+            return seen, row, rows
+        seen.append(row)
+        if len(seen) >= TITLE_ROWS:
+            break
+    if not seen:
+        return [], None, iter(())
+    return [], seen[0], itertools.chain(seen[1:], rows)  # one cell a row: the first row is the header
 
 
 @dataclass(frozen=True)
 class XlsxExtractor:
     name: str = "xlsx"
-    version: str = "3"  # 3: a date cell reads "2026-01-05" (2: chunks carry every row they cover)
+    version: str = "3"  # 3: a title row above the table; a date reads "2026-01-05" (2: rows per chunk)
     suffixes: tuple[str, ...] = (".xlsx", ".xlsm")
     isolated: bool = True
 
@@ -101,7 +124,7 @@ class XlsxExtractor:
 @dataclass(frozen=True)
 class CsvExtractor:
     name: str = "csv"
-    version: str = "2"  # 2: rebuilt so its chunks carry every row they cover (sentence-exact citations)
+    version: str = "3"  # 3: a title row above the table (2: chunks carry every row they cover)
     suffixes: tuple[str, ...] = (".csv", ".tsv")
     isolated: bool = True
 
