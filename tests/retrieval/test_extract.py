@@ -291,3 +291,25 @@ def test_a_title_row_above_a_table_does_not_label_its_columns() -> None:
         "Item: Hotel; Cost: 1200; Owner: Bo",
     ]
     assert [row for _, row in doc.sections[0].meta["marks"]] == [1, 4, 5]  # A1 ranges keep the sheet's rows
+
+
+def test_a_word_tables_caption_row_is_its_own_line_above_header_value_rows() -> None:
+    import io
+
+    import docx
+
+    d = docx.Document()
+    t = d.add_table(rows=4, cols=3)
+    t.cell(0, 0).merge(t.cell(0, 2)).text = "Travel limits 2026"  # one cell across the table
+    for i, row in enumerate((["Item", "Limit", "Owner"], ["Taxi", "500", "Ann"], ["Hotel", "1200", "Bo"]), start=1):
+        for j, v in enumerate(row):
+            t.cell(i, j).text = v
+    out = io.BytesIO()
+    d.save(out)
+    ex = extractor_for("limits.docx")
+    assert ex is not None
+    assert ex.extract("limits.docx", out.getvalue()).text.split("\n\n") == [
+        "Travel limits 2026",
+        "Item: Taxi; Limit: 500; Owner: Ann",
+        "Item: Hotel; Limit: 1200; Owner: Bo",
+    ]

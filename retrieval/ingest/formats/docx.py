@@ -17,7 +17,7 @@ from retrieval.types import Document
 @dataclass(frozen=True)
 class DocxExtractor:
     name: str = "docx"
-    version: str = "2"  # 2: content controls, tracked insertions and text boxes are read
+    version: str = "2"  # 2: content controls, tracked insertions, text boxes; a table's caption row
     suffixes: tuple[str, ...] = (".docx",)
     isolated: bool = True
 
@@ -104,13 +104,17 @@ def _local(el: Any) -> str:
 
 def _table_rows(table: Any, d: Any) -> list[str]:
     """Each row as "Header: value; …" when the first row looks like headers, else cells joined."""
-    rows = [_row_texts(row.cells, d) for row in table.rows]
+    rows = [r for r in (_row_texts(row.cells, d) for row in table.rows) if any(r)]
+    # A caption row (one cell merged across the table) above the header is a line of its own.
+    titles = []
+    while len(rows) > 2 and sum(1 for c in rows[0] if c) == 1:
+        titles.append(next(c for c in rows.pop(0) if c))
     if not rows:
-        return []
+        return titles
     head, body = rows[0], rows[1:]
     if body and all(head):
-        return ["; ".join(f"{h}: {v}" for h, v in zip(head, r, strict=False) if v) for r in body]
-    return [" | ".join(c for c in r if c) for r in rows]
+        return titles + ["; ".join(f"{h}: {v}" for h, v in zip(head, r, strict=False) if v) for r in body]
+    return titles + [" | ".join(c for c in r if c) for r in rows]
 
 
 def _row_texts(cells: Any, d: Any) -> list[str]:
