@@ -313,3 +313,22 @@ def test_a_word_tables_caption_row_is_its_own_line_above_header_value_rows() -> 
         "Item: Taxi; Limit: 500; Owner: Ann",
         "Item: Hotel; Limit: 1200; Owner: Bo",
     ]
+
+
+def test_a_slides_line_break_is_a_newline_not_a_vertical_tab() -> None:
+    import io
+
+    from pptx import Presentation
+    from pptx.oxml.ns import qn
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    para = slide.placeholders[1].text_frame.paragraphs[0]
+    para.add_run().text = "Lost badge"
+    para._p.append(para._p.makeelement(qn("a:br"), {}))  # Shift+Enter in PowerPoint
+    para.add_run().text = "costs 200 kr"
+    out = io.BytesIO()
+    deck.save(out)
+    ex = extractor_for("badges.pptx")
+    assert ex is not None
+    assert ex.extract("badges.pptx", out.getvalue()).text == "Lost badge\ncosts 200 kr"

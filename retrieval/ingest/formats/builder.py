@@ -16,9 +16,13 @@ PARAGRAPH = "\n\n"
 PAGE_BREAK = "\n\n\f\n\n"  # between PDF pages: a visible, unambiguous page separator
 
 
+_LINE_BREAKS = str.maketrans({"\x0b": "\n", "\u2028": "\n", "\u2029": "\n", "\x00": None})
+
+
 def clean(text: str) -> str:
-    """Normalise line endings and strip the blank edges a parser leaves."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip()
+    """Normalise line endings and strip the blank edges a parser leaves. A vertical tab is how
+    python-pptx gives a line break inside a paragraph (Shift+Enter): a line break here too."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").translate(_LINE_BREAKS).strip()
 
 
 class TextBuilder:

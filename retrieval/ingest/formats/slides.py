@@ -28,7 +28,7 @@ def _shape_texts(shape: Any) -> list[str]:
 @dataclass(frozen=True)
 class PptxExtractor:
     name: str = "pptx"
-    version: str = "1"
+    version: str = "2"  # 2: a line break inside a paragraph is a newline, not a vertical tab
     suffixes: tuple[str, ...] = (".pptx",)
     isolated: bool = True
 
