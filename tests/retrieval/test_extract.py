@@ -332,3 +332,15 @@ def test_a_slides_line_break_is_a_newline_not_a_vertical_tab() -> None:
     ex = extractor_for("badges.pptx")
     assert ex is not None
     assert ex.extract("badges.pptx", out.getvalue()).text == "Lost badge\ncosts 200 kr"
+
+
+def test_caption_entities_are_read_and_srt_placement_codes_dropped() -> None:
+    vtt = b"WEBVTT\n\n00:00:04.500 --> 00:00:06.000\n<v.loud Mette>R&amp;D signs off &lt;before&gt; launch.\n"
+    srt = b"1\n00:00:01,000 --> 00:00:04,000\n{\\an8}Backups are {\\i1}restored{\\i0} every quarter.\n"
+    for name, data, said in (
+        ("sync.vtt", vtt, "Mette: R&D signs off <before> launch."),
+        ("sync.srt", srt, "Backups are restored every quarter."),
+    ):
+        ex = extractor_for(name)
+        assert ex is not None
+        assert ex.extract(name, data).text == said

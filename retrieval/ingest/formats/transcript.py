@@ -3,6 +3,7 @@ marked with its times, so a chunk cites ``#t=start,end`` (W3C Media Fragments)."
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -16,6 +17,7 @@ _TIME = r"(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{1,3})"
 _CUE = re.compile(rf"^\s*{_TIME}\s*-->\s*{_TIME}")
 _TAGS = re.compile(r"<(v|c|i|b|u|lang|ruby|rt)[^>]*>|</[^>]+>|<\d[^>]*>")
 _SPEAKER = re.compile(r"<v(?:\.[^ >]*)?\s+([^>]+)>")
+_OVERRIDES = re.compile(r"\{\\[^{}]*\}")  # SRT's ASS-style codes: {\an8} places a cue, {\i1} italics
 
 
 def _seconds(h: str | None, m: str, s: str, frac: str) -> float:
@@ -32,7 +34,7 @@ def parse_cues(text: str) -> list[tuple[float, float, str]]:
                 start, end = _seconds(*m.group(1, 2, 3, 4)), _seconds(*m.group(5, 6, 7, 8))
                 body = " ".join(lines[i + 1 :])
                 body = _SPEAKER.sub(lambda s: f"{s.group(1).strip()}: ", body)
-                words = " ".join(_TAGS.sub("", body).split())
+                words = " ".join(html.unescape(_OVERRIDES.sub("", _TAGS.sub("", body))).split())
                 if words:
                     cues.append((start, end, words))
                 break
@@ -42,7 +44,7 @@ def parse_cues(text: str) -> list[tuple[float, float, str]]:
 @dataclass(frozen=True)
 class TranscriptExtractor:
     name: str = "transcript"
-    version: str = "2"  # 2: rebuilt so its chunks carry every cue they cover (sentence-exact citations)
+    version: str = "3"  # 3: "&amp;" reads "&", SRT's {\an8} codes go (2: cues per chunk)
     suffixes: tuple[str, ...] = (".vtt", ".srt")
     isolated: bool = True
 
