@@ -304,6 +304,9 @@ def test_a_word_tables_caption_row_is_its_own_line_above_header_value_rows() -> 
     for i, row in enumerate((["Item", "Limit", "Owner"], ["Taxi", "500", "Ann"], ["Hotel", "1200", "Bo"]), start=1):
         for j, v in enumerate(row):
             t.cell(i, j).text = v
+    names = d.add_table(rows=4, cols=1)  # one column: its first row stays the header
+    for i, v in enumerate(["On call", "Ann", "Bo", "Cy"]):
+        names.cell(i, 0).text = v
     out = io.BytesIO()
     d.save(out)
     ex = extractor_for("limits.docx")
@@ -312,6 +315,9 @@ def test_a_word_tables_caption_row_is_its_own_line_above_header_value_rows() -> 
         "Travel limits 2026",
         "Item: Taxi; Limit: 500; Owner: Ann",
         "Item: Hotel; Limit: 1200; Owner: Bo",
+        "On call: Ann",
+        "On call: Bo",
+        "On call: Cy",
     ]
 
 

@@ -105,10 +105,13 @@ def _local(el: Any) -> str:
 def _table_rows(table: Any, d: Any) -> list[str]:
     """Each row as "Header: value; …" when the first row looks like headers, else cells joined."""
     rows = [r for r in (_row_texts(row.cells, d) for row in table.rows) if any(r)]
-    # A caption row (one cell merged across the table) above the header is a line of its own.
+    # A caption row (one cell merged across the table) above the header is a line of its own;
+    # a table of one column keeps its first row as the header.
+    filled = [sum(1 for c in r if c) for r in rows]
     titles = []
-    while len(rows) > 2 and sum(1 for c in rows[0] if c) == 1:
+    while len(rows) > 2 and filled[0] == 1 and max(filled) > 1:
         titles.append(next(c for c in rows.pop(0) if c))
+        filled.pop(0)
     if not rows:
         return titles
     head, body = rows[0], rows[1:]
