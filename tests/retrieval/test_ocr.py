@@ -11,6 +11,7 @@ from retrieval.answer.citations import Linker, make_citations
 from retrieval.errors import ExtractionError
 from retrieval.index.manifest import FAILED, INDEXED
 from retrieval.ingest.extract import extractor_for
+from retrieval.ingest.formats.pdf import PdfExtractor
 from retrieval.models.embed import SentenceTransformerEmbedder
 from tests.conftest import make_engine
 from tests.retrieval import fixtures as fx
@@ -38,7 +39,10 @@ def test_ocr_reads_a_scanned_page_and_cites_its_page(embedder: SentenceTransform
     eng.sync()
     rec = eng.manifest.get("memo.pdf")
     assert (
-        rec is not None and rec.state == INDEXED and rec.stamps is not None and rec.stamps.extractor_version == "1+ocr"
+        rec is not None
+        and rec.state == INDEXED
+        and rec.stamps is not None
+        and rec.stamps.extractor_version == PdfExtractor(ocr=True).version == f"{PdfExtractor().version}+ocr"
     )
     hit = eng.searcher().search("Where do visitors sign in?", k=1).hits[0]
     assert "front desk" in hit.chunk.content.lower()
