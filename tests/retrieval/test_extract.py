@@ -350,3 +350,38 @@ def test_caption_entities_are_read_and_srt_placement_codes_dropped() -> None:
         ex = extractor_for(name)
         assert ex is not None
         assert ex.extract(name, data).text == said
+
+
+def test_word_footnotes_and_endnotes_are_sections_after_the_body() -> None:
+    import io
+
+    import docx
+    from docx.opc.constants import CONTENT_TYPE, RELATIONSHIP_TYPE
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+
+    d = docx.Document()
+    d.add_paragraph("Staff get a parking permit.")
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    for name, kind, text in (
+        ("footnotes", "footnote", "Applies to permanent staff only."),
+        ("endnotes", "endnote", "Revised by HR in March."),
+    ):
+        xml = (
+            f'<w:{name} {w}><w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:{kind}>'
+            f'<w:{kind} w:id="1"><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:{kind}></w:{name}>'
+        )
+        content_type = CONTENT_TYPE.WML_FOOTNOTES if kind == "footnote" else CONTENT_TYPE.WML_ENDNOTES
+        part = Part(PackURI(f"/word/{name}.xml"), content_type, xml.encode(), d.part.package)
+        d.part.relate_to(part, RELATIONSHIP_TYPE.FOOTNOTES if kind == "footnote" else RELATIONSHIP_TYPE.ENDNOTES)
+    out = io.BytesIO()
+    d.save(out)
+    ex = extractor_for("parking.docx")
+    assert ex is not None
+    doc = ex.extract("parking.docx", out.getvalue())
+    assert doc.text.split("\n\n") == [
+        "Staff get a parking permit.",
+        "Applies to permanent staff only.",
+        "Revised by HR in March.",
+    ]
+    assert [s.title for s in doc.sections] == ["", "Footnotes", "Endnotes"]

@@ -17,7 +17,7 @@ from retrieval.types import Document
 @dataclass(frozen=True)
 class DocxExtractor:
     name: str = "docx"
-    version: str = "2"  # 2: content controls, tracked insertions, text boxes; a table's caption row
+    version: str = "2"  # 2: content controls, tracked insertions, text boxes, notes; a caption row
     suffixes: tuple[str, ...] = (".docx",)
     isolated: bool = True
 
@@ -41,6 +41,8 @@ class DocxExtractor:
             else:
                 paras.append(text)
         b.section(section, paras)
+        for kind, notes in _notes(d):
+            b.section(kind, notes)
         if b.empty:
             raise ExtractionError("no text: the Word document is blank")
         return b.document(rel_path, title or PurePath(rel_path).stem, self.name, self.version)
@@ -66,6 +68,33 @@ def _blocks(d: Any, container: Any) -> Iterator[tuple[str, str]]:
             yield from (("", row) for row in _table_rows(Table(el, d._body), d))
         elif tag in ("sdt", "sdtContent", "customXml"):
             yield from _blocks(d, el)
+
+
+_NOTES = {"footnotes": "Footnotes", "endnotes": "Endnotes"}  # relationship type's last part -> section
+_SEPARATORS = {"separator", "continuationSeparator", "continuationNotice"}  # the rule above the notes
+
+
+def _notes(d: Any) -> Iterator[tuple[str, list[str]]]:
+    """("Footnotes" or "Endnotes", each note's text): a policy's footnote ("Applies to permanent
+    staff only") is the document's too. They live in parts of their own, which python-docx
+    does not read; each becomes a section after the body."""
+    from docx.oxml.ns import qn
+    from docx.oxml.parser import parse_xml  # python-docx's parser: entities are not resolved
+
+    for rel in d.part.rels.values():
+        kind = _NOTES.get(rel.reltype.rsplit("/", 1)[-1])
+        if kind is None or rel.is_external:
+            continue
+        part = rel.target_part
+        root = getattr(part, "element", None)
+        root = parse_xml(part.blob) if root is None else root
+        texts = [
+            " ".join(text for _, text in _blocks(d, note))
+            for note in root.iterchildren()
+            if note.get(qn("w:type")) not in _SEPARATORS
+        ]
+        if any(texts):
+            yield kind, [t for t in texts if t]
 
 
 # Never the document's current words: deleted or moved-away text (tracked changes), field
