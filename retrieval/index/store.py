@@ -187,10 +187,10 @@ class ChromaStore:
         if not paths:
             return {}, {}
         where = _any_path(paths)
-        got = self._chunks.get(where=where, include=["embeddings", "metadatas"])
+        got = get_all(self._chunks, where, ["embeddings", "metadatas"])
         vecs = _matrix(got["embeddings"])
         chunks = {str(m["text"]): vecs[i] for i, m in enumerate(got["metadatas"] or [])}
-        sg = self._sentences.get(where=where, include=["embeddings", "documents"])
+        sg = get_all(self._sentences, where, ["embeddings", "documents"])
         svecs = _matrix(sg["embeddings"])
         sents = {d: svecs[i] for i, d in enumerate(sg["documents"] or []) if d}
         return chunks, sents
@@ -204,20 +204,19 @@ class ChromaStore:
 
     def chunk_ids(self, path: str | None = None) -> set[str]:
         where: Where | None = {"path": path} if path else None
-        got = self._chunks.get(where=where, include=[])
-        return set(got["ids"])
+        return set(get_all(self._chunks, where, [])["ids"])
 
     def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]:
         """Stored chunks per document (all documents, or only ``paths``)."""
         if paths is not None and not paths:
             return {}
         where = _any_path(paths) if paths is not None else None
-        got = self._chunks.get(where=where, include=["metadatas"])
+        got = get_all(self._chunks, where, ["metadatas"])
         return dict(Counter(str(m["path"]) for m in got["metadatas"] or []))
 
     def load(self) -> StoredIndex:
         """Every chunk (ordered by document and position) with its vector, and every sentence vector."""
-        got = self._chunks.get(include=["embeddings", "documents", "metadatas"])
+        got = get_all(self._chunks, None, ["embeddings", "documents", "metadatas"])
         chunks = [
             _chunk_from(i, d, m)
             for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True)
@@ -226,7 +225,7 @@ class ChromaStore:
         chunks = [chunks[k] for k in order]
         vectors = _matrix(got["embeddings"])[order]
         pos = {c.id: k for k, c in enumerate(chunks)}
-        sg = self._sentences.get(include=["embeddings", "metadatas"])
+        sg = get_all(self._sentences, None, ["embeddings", "metadatas"])
         owners = np.asarray([pos.get(str(m["chunk_id"]), -1) for m in sg["metadatas"] or []], dtype=np.int64)
         # Ids are "<chunk id>:s<i>": sentences are kept in their chunk's order, so the
         # i-th vector of a chunk belongs to its i-th sentence span (the answer's evidence).
@@ -234,6 +233,31 @@ class ChromaStore:
         keep = np.flatnonzero(owners >= 0)  # a sentence whose chunk is gone (a crash mid-write) is dropped
         keep = keep[np.lexsort((ordinal[keep], owners[keep]))]
         return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
+
+
+PAGE = 10_000  # records a get reads at a time
+
+
+def get_all(collection: Any, where: Where | None, include: list[str]) -> dict[str, list[Any]]:
+    """Every record ``where`` matches, read a page at a time. Chroma reads a get's documents and
+    metadata with one SQLite statement holding a variable per record, and SQLite allows 32,766:
+    one get of more records fails ("too many SQL variables"), and an index of a drive with
+    more sentences than that could not be loaded. A record seen twice (a write between two
+    pages) is kept once."""
+    out: dict[str, list[Any]] = {"ids": [], **{k: [] for k in include}}
+    seen: set[str] = set()
+    offset = 0
+    while True:
+        got = collection.get(where=where, include=include, limit=PAGE, offset=offset)
+        fresh = [k for k, i in enumerate(got["ids"]) if i not in seen]
+        seen.update(got["ids"])
+        out["ids"] += [got["ids"][k] for k in fresh]
+        for field in include:
+            values = got[field]
+            out[field] += [values[k] for k in fresh] if values is not None else []
+        if len(got["ids"]) < PAGE:
+            return out
+        offset += PAGE
 
 
 def _any_path(paths: Sequence[str]) -> Where:
@@ -311,7 +335,7 @@ class ChromaRecords:
         return _fields((got["metadatas"] or [{}])[0]) if got["ids"] else None
 
     def all(self) -> dict[str, dict[str, Scalar]]:
-        got = self._c.get(include=["metadatas"])
+        got = get_all(self._c, None, ["metadatas"])
         return {k: _fields(m) for k, m in zip(got["ids"], got["metadatas"] or [], strict=True)}
 
     def delete(self, key: str) -> None:

@@ -79,3 +79,23 @@ def test_a_store_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     with pytest.raises(StoreError, match="cannot open the vector store"):
         ChromaStore(blocker / "chroma")
+
+
+def test_a_drive_of_more_sentences_than_sqlite_has_variables_loads_whole(tmp_path: Path) -> None:
+    """Chroma reads a get's records with one SQLite statement of a variable each, and SQLite
+    allows 32,766: a drive with more sentences (a 100,000-row ledger export) could be indexed
+    but never loaded, and every search failed with "too many SQL variables"."""
+    store = ChromaStore(tmp_path / "chroma")
+    n_chunks, per_chunk = 330, 100  # 33,000 sentences; vectors of 4 numbers keep it quick
+    chunks = _chunks("ledger.csv", n_chunks)
+    sentences = [[f"row {i}.{k}" for k in range(per_chunk)] for i in range(n_chunks)]
+    rng = np.random.default_rng(0)
+    vectors = rng.random((n_chunks, 4), dtype=np.float32)
+    sentence_vectors = [rng.random((per_chunk, 4), dtype=np.float32) for _ in range(n_chunks)]
+    store.add(chunks, vectors, sentences, sentence_vectors)
+    loaded = store.load()
+    assert len(loaded.chunks) == n_chunks and len(loaded.sentence_vectors) == n_chunks * per_chunk
+    np.testing.assert_allclose(loaded.sentence_vectors, np.concatenate(sentence_vectors), atol=1e-6)  # in order
+    chunk_vecs, sentence_vecs = store.vectors_for(["ledger.csv"])
+    assert len(chunk_vecs) == n_chunks and len(sentence_vecs) == n_chunks * per_chunk
+    assert store.count_by_path() == {"ledger.csv": n_chunks}
