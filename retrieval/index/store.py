@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -184,23 +184,21 @@ class ChromaStore:
         The indexer reuses them for unchanged text: a rename or a one-paragraph edit
         re-embeds nothing (or only what changed).
         """
-        if not paths:
-            return {}, {}
-        where = _any_path(paths)
-        got = get_all(self._chunks, where, ["embeddings", "metadatas"])
-        vecs = _matrix(got["embeddings"])
-        chunks = {str(m["text"]): vecs[i] for i, m in enumerate(got["metadatas"] or [])}
-        sg = get_all(self._sentences, where, ["embeddings", "documents"])
-        svecs = _matrix(sg["embeddings"])
-        sents = {d: svecs[i] for i, d in enumerate(sg["documents"] or []) if d}
+        chunks: dict[str, np.ndarray] = {}
+        sents: dict[str, np.ndarray] = {}
+        for where in _path_filters(paths):
+            got = get_all(self._chunks, where, ["embeddings", "metadatas"])
+            vecs = _matrix(got["embeddings"])
+            chunks.update((str(m["text"]), vecs[i]) for i, m in enumerate(got["metadatas"] or []))
+            sg = get_all(self._sentences, where, ["embeddings", "documents"])
+            svecs = _matrix(sg["embeddings"])
+            sents.update((d, svecs[i]) for i, d in enumerate(sg["documents"] or []) if d)
         return chunks, sents
 
     def delete_paths(self, paths: Sequence[str]) -> None:
-        if not paths:
-            return
-        where = _any_path(paths)
-        self._sentences.delete(where=where)
-        self._chunks.delete(where=where)
+        for where in _path_filters(paths):
+            self._sentences.delete(where=where)
+            self._chunks.delete(where=where)
 
     def chunk_ids(self, path: str | None = None) -> set[str]:
         where: Where | None = {"path": path} if path else None
@@ -208,11 +206,11 @@ class ChromaStore:
 
     def count_by_path(self, paths: Sequence[str] | None = None) -> dict[str, int]:
         """Stored chunks per document (all documents, or only ``paths``)."""
-        if paths is not None and not paths:
-            return {}
-        where = _any_path(paths) if paths is not None else None
-        got = get_all(self._chunks, where, ["metadatas"])
-        return dict(Counter(str(m["path"]) for m in got["metadatas"] or []))
+        wheres: Iterable[Where | None] = _path_filters(paths) if paths is not None else [None]
+        counts: Counter[str] = Counter()
+        for where in wheres:
+            counts.update(str(m["path"]) for m in get_all(self._chunks, where, ["metadatas"])["metadatas"])
+        return dict(counts)
 
     def load(self) -> StoredIndex:
         """Every chunk (ordered by document and position) with its vector, and every sentence vector."""
@@ -258,6 +256,16 @@ def get_all(collection: Any, where: Where | None, include: list[str]) -> dict[st
         if len(got["ids"]) < PAGE:
             return out
         offset += PAGE
+
+
+PATHS = 1_000  # paths in one filter: each is an SQL variable as well
+
+
+def _path_filters(paths: Sequence[str]) -> Iterator[Where]:
+    """Filters for records of any of ``paths``, at most ``PATHS`` at a time (a sync that finds
+    a removed folder of 40,000 files deletes them all)."""
+    for lo in range(0, len(paths), PATHS):
+        yield _any_path(paths[lo : lo + PATHS])
 
 
 def _any_path(paths: Sequence[str]) -> Where:

@@ -81,7 +81,7 @@ def test_a_store_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
         ChromaStore(blocker / "chroma")
 
 
-def test_a_drive_of_more_sentences_than_sqlite_has_variables_loads_whole(tmp_path: Path) -> None:
+def test_a_drive_of_more_sentences_or_paths_than_sqlite_has_variables_works_whole(tmp_path: Path) -> None:
     """Chroma reads a get's records with one SQLite statement of a variable each, and SQLite
     allows 32,766: a drive with more sentences (a 100,000-row ledger export) could be indexed
     but never loaded, and every search failed with "too many SQL variables"."""
@@ -99,3 +99,9 @@ def test_a_drive_of_more_sentences_than_sqlite_has_variables_loads_whole(tmp_pat
     chunk_vecs, sentence_vecs = store.vectors_for(["ledger.csv"])
     assert len(chunk_vecs) == n_chunks and len(sentence_vecs) == n_chunks * per_chunk
     assert store.count_by_path() == {"ledger.csv": n_chunks}
+    # A sync that finds a removed folder of 40,000 files names them all in one call.
+    many = [f"archive/{i}.md" for i in range(40_000)] + ["ledger.csv"]
+    assert store.count_by_path(many) == {"ledger.csv": n_chunks}
+    assert [len(v) for v in store.vectors_for(many)] == [n_chunks, n_chunks * per_chunk]
+    store.delete_paths(many)
+    assert store.count_by_path() == {} and len(store.load().sentence_vectors) == 0
