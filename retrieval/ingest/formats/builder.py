@@ -7,8 +7,9 @@ actually built, and ``document.text[start:end]`` always slices back the same wor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from retrieval.types import Document, Section
 
@@ -23,6 +24,27 @@ def clean(text: str) -> str:
     """Normalise line endings and strip the blank edges a parser leaves. A vertical tab is how
     python-pptx gives a line break inside a paragraph (Shift+Enter): a line break here too."""
     return text.replace("\r\n", "\n").replace("\r", "\n").translate(_LINE_BREAKS).strip()
+
+
+T = TypeVar("T")
+TITLE_ROWS = 20  # rows looked at for a table's header before its first row is taken as it
+
+
+def title_rows(rows: Iterable[T], cells: Callable[[T], Sequence[str]]) -> tuple[list[T], Iterator[T]]:
+    """A table's title or caption rows above its header ("Travel budget 2026", a cell merged
+    across a Word table), and the rows from the header on. The header is the first row of two
+    or more filled cells among the first ``TITLE_ROWS``; without one (a table of one column)
+    there are no title rows and the first row is the header. Rows are read lazily: a sheet
+    streams."""
+    it = iter(rows)
+    seen: list[T] = []
+    for row in it:
+        if sum(1 for c in cells(row) if c) >= 2:
+            return seen, itertools.chain([row], it)
+        seen.append(row)
+        if len(seen) >= TITLE_ROWS:
+            break
+    return [], itertools.chain(seen, it)
 
 
 class TextBuilder:

@@ -10,7 +10,7 @@ from typing import Any
 
 from retrieval.errors import ExtractionError
 from retrieval.ingest.formats.archive import check_zip
-from retrieval.ingest.formats.builder import TextBuilder
+from retrieval.ingest.formats.builder import TextBuilder, title_rows
 from retrieval.types import Document
 
 
@@ -133,14 +133,11 @@ def _local(el: Any) -> str:
 
 def _table_rows(table: Any, d: Any) -> list[str]:
     """Each row as "Header: value; …" when the first row looks like headers, else cells joined."""
-    rows = [r for r in (_row_texts(row.cells, d) for row in table.rows) if any(r)]
-    # A caption row (one cell merged across the table) above the header is a line of its own;
-    # a table of one column keeps its first row as the header.
-    filled = [sum(1 for c in r if c) for r in rows]
-    titles = []
-    while len(rows) > 2 and filled[0] == 1 and max(filled) > 1:
-        titles.append(next(c for c in rows.pop(0) if c))
-        filled.pop(0)
+    captions, rest = title_rows(
+        (r for r in (_row_texts(row.cells, d) for row in table.rows) if any(r)), lambda row: row
+    )
+    titles = [next(c for c in r if c) for r in captions]  # a caption row is a line of its own
+    rows = list(rest)
     if not rows:
         return titles
     head, body = rows[0], rows[1:]

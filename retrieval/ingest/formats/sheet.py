@@ -6,15 +6,14 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
 from retrieval.errors import ExtractionError
 from retrieval.ingest.formats.archive import check_zip
-from retrieval.ingest.formats.builder import TextBuilder
+from retrieval.ingest.formats.builder import TextBuilder, title_rows
 from retrieval.ingest.text import decode_text
 from retrieval.types import Document
 
@@ -47,21 +46,18 @@ def _moment(v: datetime.datetime | datetime.time) -> str:
     return v.isoformat(sep=" ", timespec=spec) if isinstance(v, datetime.datetime) else v.isoformat(timespec=spec)
 
 
-TITLE_ROWS = 20  # rows looked at for the table's header before the first row is taken as it
-
-
 def add_sheet(b: TextBuilder, name: str, rows: Iterable[Sequence[Any]]) -> None:
     """The header is the first non-empty row with two or more cells, so a title above the table
     ("Travel budget 2026") stays a line of its own instead of labelling every column; a sheet of
     one column takes its first row. Later rows become lines marked with their row number."""
     filled = ((n, [_cell(v) for v in raw]) for n, raw in enumerate(rows, start=1))
-    lead, header, body = _split_header((n, cells) for n, cells in filled if any(cells))
+    lead, rest = title_rows(((n, cells) for n, cells in filled if any(cells)), lambda row: row[1])
+    header = next(rest, None)
     lines = [" ".join(c for c in cells if c) for _, cells in lead]
     marks = [n for n, _ in lead]
     width = max((len(cells) for _, cells in lead), default=0)
     names = header[1] if header else []
-    data = 0
-    for number, cells in body:
+    for number, cells in rest:
         width = max(width, len(cells))
         pairs = [
             f"{names[i] if i < len(names) and names[i] else column_letter(i + 1)}: {v}"
@@ -70,29 +66,11 @@ def add_sheet(b: TextBuilder, name: str, rows: Iterable[Sequence[Any]]) -> None:
         ]
         lines.append("; ".join(pairs))
         marks.append(number)
-        data += 1
-    if header and not data:  # a table that is only a header row is still text
+    if header and len(lines) == len(lead):  # a table that is only a header row is still text
         lines.append("; ".join(c for c in names if c))
         marks.append(header[0])
         width = max(width, len(names))
     b.section(name, lines, {"sheet": name, "last_col": column_letter(max(width, 1))}, marks)
-
-
-Row = tuple[int, list[str]]
-
-
-def _split_header(rows: Iterator[Row]) -> tuple[list[Row], Row | None, Iterator[Row]]:
-    """(title rows above the table, its header row, the rows after it)."""
-    seen: list[Row] = []
-    for row in rows:
-        if sum(1 for c in row[1] if c) >= 2:
-            return seen, row, rows
-        seen.append(row)
-        if len(seen) >= TITLE_ROWS:
-            break
-    if not seen:
-        return [], None, iter(())
-    return [], seen[0], itertools.chain(seen[1:], rows)  # one cell a row: the first row is the header
 
 
 @dataclass(frozen=True)
