@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
+from typing import Any
+
 import pytest
 
 from retrieval.errors import ExtractionError
 from retrieval.ingest.extract import extractor_for
 from retrieval.ingest.formats.markdown import MarkdownExtractor
+from retrieval.types import Document
 
 EX = MarkdownExtractor()
 
@@ -117,6 +121,31 @@ def test_unsupported_suffix_has_no_extractor() -> None:
     assert extractor_for("README.MARKDOWN") is not None
 
 
+def _extract(name: str, data: bytes) -> Document:
+    """``data`` read by the extractor the sync picks for ``name``."""
+    ex = extractor_for(name)
+    assert ex is not None, name
+    return ex.extract(name, data)
+
+
+def _saved(office: Any) -> bytes:
+    """A python-docx, openpyxl or python-pptx document as the bytes of its file."""
+    out = io.BytesIO()
+    office.save(out)
+    return out.getvalue()
+
+
+def _workbook(*rows: list[Any]) -> bytes:
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    assert ws is not None
+    for row in rows:
+        ws.append(row)
+    return _saved(wb)
+
+
 WIKI_EXPORT = b"""<html><head><title>Badges</title></head><body>
 <div class="page">Badges are collected at the front desk.<br>Bring photo ID.
 <div><span>Lost badges cost <b>200 kr</b>.</span></div></div>
@@ -128,9 +157,7 @@ Words loose in the body count too.<p hidden>Draft: never shown.</p><!-- a commen
 def test_html_text_outside_paragraph_tags_is_read_block_by_block() -> None:
     """A wiki export or a generated page puts its text in <div>s and <span>s, not <p>s: all of
     it is the document's, and a nested list splits the text around it into its own paragraphs."""
-    ex = extractor_for("badges.html")
-    assert ex is not None
-    doc = ex.extract("badges.html", WIKI_EXPORT)
+    doc = _extract("badges.html", WIKI_EXPORT)
     paragraphs = doc.text.split("\n\n")
     assert paragraphs == [
         "Badges are collected at the front desk.\nBring photo ID.",
@@ -145,17 +172,13 @@ def test_html_text_outside_paragraph_tags_is_read_block_by_block() -> None:
 
 
 def test_a_deeply_nested_page_is_read_without_exhausting_the_stack() -> None:
-    ex = extractor_for("deep.html")
-    assert ex is not None
     page = b"<html><body>" + b"<div>" * 5000 + b"Deep words." + b"</div>" * 5000 + b"</body></html>"
-    assert ex.extract("deep.html", page).text == "Deep words."
+    assert _extract("deep.html", page).text == "Deep words."
 
 
 def _word_with_hidden_places() -> bytes:
     """A Word file as forms, reviewers and designers leave them: a content control, a tracked
     insertion beside a tracked deletion, a text box, and a cell merged across two columns."""
-    import io
-
     import docx
     from docx.oxml import parse_xml
     from docx.oxml.ns import nsdecls
@@ -187,15 +210,11 @@ def _word_with_hidden_places() -> bytes:
         "</w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>",
     ):
         body.insert(len(body) - 1, parse_xml(xml))  # before the section properties, which end the body
-    out = io.BytesIO()
-    d.save(out)
-    return out.getvalue()
+    return _saved(d)
 
 
 def test_word_text_in_content_controls_tracked_insertions_and_text_boxes_is_read_once() -> None:
-    ex = extractor_for("office.docx")
-    assert ex is not None
-    doc = ex.extract("office.docx", _word_with_hidden_places())
+    doc = _extract("office.docx", _word_with_hidden_places())
     assert doc.text.split("\n\n") == [
         "Plain paragraph about badges.",
         "Item: Hotel; Limit: 1200 per night",  # the merged cell once, not again as its Note
@@ -213,9 +232,7 @@ def test_word_text_in_content_controls_tracked_insertions_and_text_boxes_is_read
     ],
 )
 def test_a_csv_or_tsv_export_becomes_header_value_rows(name: str, data: bytes) -> None:
-    ex = extractor_for(name)
-    assert ex is not None
-    doc = ex.extract(name, data)
+    doc = _extract(name, data)
     assert doc.text.split("\n\n") == ["Vare: Kaffe, sort; Beløb: 25", "Vare: Te; Beløb: 20"]
     assert doc.locator == "sheet" and doc.title == "prices"
 
@@ -225,9 +242,7 @@ def test_a_pdf_restricted_with_aes_but_no_password_to_open_is_read() -> None:
     it without asking, and so does the sync (pypdf needs `cryptography` for AES)."""
     from tests.retrieval import fixtures as fx
 
-    ex = extractor_for("policy.pdf")
-    assert ex is not None
-    doc = ex.extract("policy.pdf", fx.pdf_bytes(["Badges are collected at the front desk."], restrict=True))
+    doc = _extract("policy.pdf", fx.pdf_bytes(["Badges are collected at the front desk."], restrict=True))
     assert doc.text == "Badges are collected at the front desk." and doc.title == "Travel Policy"
 
 
@@ -244,47 +259,25 @@ def test_pdf_ligatures_are_read_as_their_letters() -> None:
     pdf.set_font("dejavu", size=12)
     pdf.add_page()
     pdf.multi_cell(0, 8, "The \ufb01le is in the o\ufb03ce, \ufb02oor two.")
-    ex = extractor_for("typeset.pdf")
-    assert ex is not None
-    assert ex.extract("typeset.pdf", bytes(pdf.output())).text == "The file is in the office, floor two."
+    assert _extract("typeset.pdf", bytes(pdf.output())).text == "The file is in the office, floor two."
 
 
 def test_a_spreadsheet_date_reads_as_the_sheet_shows_it() -> None:
     import datetime
-    import io
 
-    from openpyxl import Workbook
-
-    wb = Workbook()
-    ws = wb.active
-    assert ws is not None
-    ws.append(["Item", "Due", "Starts", "Slot"])
-    ws.append(["Audit", datetime.date(2026, 1, 5), datetime.datetime(2026, 2, 1, 14, 30), datetime.time(9, 15, 30)])
-    out = io.BytesIO()
-    wb.save(out)
-    ex = extractor_for("plan.xlsx")
-    assert ex is not None
-    text = ex.extract("plan.xlsx", out.getvalue()).text
+    data = _workbook(
+        ["Item", "Due", "Starts", "Slot"],
+        ["Audit", datetime.date(2026, 1, 5), datetime.datetime(2026, 2, 1, 14, 30), datetime.time(9, 15, 30)],
+    )
+    text = _extract("plan.xlsx", data).text
     assert text == "Item: Audit; Due: 2026-01-05; Starts: 2026-02-01 14:30; Slot: 09:15:30"
 
 
 def test_a_title_row_above_a_table_does_not_label_its_columns() -> None:
     """Real workbooks open with a title ("Travel budget 2026") and a blank row before the
     table's header: the header is the first row of two or more cells, the title its own line."""
-    import io
-
-    from openpyxl import Workbook
-
-    wb = Workbook()
-    ws = wb.active
-    assert ws is not None
-    for row in (["Travel budget 2026"], [], ["Item", "Cost", "Owner"], ["Taxi", 500, "Ann"], ["Hotel", 1200, "Bo"]):
-        ws.append(row)
-    out = io.BytesIO()
-    wb.save(out)
-    ex = extractor_for("budget.xlsx")
-    assert ex is not None
-    doc = ex.extract("budget.xlsx", out.getvalue())
+    data = _workbook(["Travel budget 2026"], [], ["Item", "Cost", "Owner"], ["Taxi", 500, "Ann"], ["Hotel", 1200, "Bo"])
+    doc = _extract("budget.xlsx", data)
     assert doc.text.split("\n\n") == [
         "Travel budget 2026",
         "Item: Taxi; Cost: 500; Owner: Ann",
@@ -294,8 +287,6 @@ def test_a_title_row_above_a_table_does_not_label_its_columns() -> None:
 
 
 def test_a_word_tables_caption_row_is_its_own_line_above_header_value_rows() -> None:
-    import io
-
     import docx
 
     d = docx.Document()
@@ -307,11 +298,7 @@ def test_a_word_tables_caption_row_is_its_own_line_above_header_value_rows() -> 
     names = d.add_table(rows=4, cols=1)  # one column: its first row stays the header
     for i, v in enumerate(["On call", "Ann", "Bo", "Cy"]):
         names.cell(i, 0).text = v
-    out = io.BytesIO()
-    d.save(out)
-    ex = extractor_for("limits.docx")
-    assert ex is not None
-    assert ex.extract("limits.docx", out.getvalue()).text.split("\n\n") == [
+    assert _extract("limits.docx", _saved(d)).text.split("\n\n") == [
         "Travel limits 2026",
         "Item: Taxi; Limit: 500; Owner: Ann",
         "Item: Hotel; Limit: 1200; Owner: Bo",
@@ -322,8 +309,6 @@ def test_a_word_tables_caption_row_is_its_own_line_above_header_value_rows() -> 
 
 
 def test_a_slides_line_break_is_a_newline_not_a_vertical_tab() -> None:
-    import io
-
     from pptx import Presentation
     from pptx.oxml.ns import qn
 
@@ -333,11 +318,7 @@ def test_a_slides_line_break_is_a_newline_not_a_vertical_tab() -> None:
     para.add_run().text = "Lost badge"
     para._p.append(para._p.makeelement(qn("a:br"), {}))  # Shift+Enter in PowerPoint
     para.add_run().text = "costs 200 kr"
-    out = io.BytesIO()
-    deck.save(out)
-    ex = extractor_for("badges.pptx")
-    assert ex is not None
-    assert ex.extract("badges.pptx", out.getvalue()).text == "Lost badge\ncosts 200 kr"
+    assert _extract("badges.pptx", _saved(deck)).text == "Lost badge\ncosts 200 kr"
 
 
 def test_caption_entities_are_read_and_srt_placement_codes_dropped() -> None:
@@ -347,14 +328,10 @@ def test_caption_entities_are_read_and_srt_placement_codes_dropped() -> None:
         ("sync.vtt", vtt, "Mette: R&D signs off <before> launch."),
         ("sync.srt", srt, "Backups are restored every quarter."),
     ):
-        ex = extractor_for(name)
-        assert ex is not None
-        assert ex.extract(name, data).text == said
+        assert _extract(name, data).text == said
 
 
 def test_word_footnotes_and_endnotes_are_sections_after_the_body() -> None:
-    import io
-
     import docx
     from docx.opc.constants import CONTENT_TYPE, RELATIONSHIP_TYPE
     from docx.opc.packuri import PackURI
@@ -374,11 +351,7 @@ def test_word_footnotes_and_endnotes_are_sections_after_the_body() -> None:
         content_type = CONTENT_TYPE.WML_FOOTNOTES if kind == "footnote" else CONTENT_TYPE.WML_ENDNOTES
         part = Part(PackURI(f"/word/{name}.xml"), content_type, xml.encode(), d.part.package)
         d.part.relate_to(part, RELATIONSHIP_TYPE.FOOTNOTES if kind == "footnote" else RELATIONSHIP_TYPE.ENDNOTES)
-    out = io.BytesIO()
-    d.save(out)
-    ex = extractor_for("parking.docx")
-    assert ex is not None
-    doc = ex.extract("parking.docx", out.getvalue())
+    doc = _extract("parking.docx", _saved(d))
     assert doc.text.split("\n\n") == [
         "Staff get a parking permit.",
         "Applies to permanent staff only.",
