@@ -70,7 +70,8 @@ def text_blocks(text: str) -> list[dict[str, Any]]:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}]
 
 
-def _error_code(exc: SlackApiError) -> str:
+def slack_error(exc: SlackApiError) -> str:
+    """Slack's error code for a failed call ("not_in_channel"), or "" without one."""
     return str(exc.response.get("error") or "") if exc.response is not None else ""
 
 
@@ -114,9 +115,9 @@ class Delivery:
                 channel_id=q.channel, thread_ts=q.thread_ts, status=say(q.language, STATUS) if on else ""
             )
         except SlackApiError as exc:
-            if _error_code(exc) in UNAVAILABLE:
+            if slack_error(exc) in UNAVAILABLE:
                 self.assistant_status = False
-            log.info("assistant status unavailable (%s)", _error_code(exc))
+            log.info("assistant status unavailable (%s)", slack_error(exc))
         except Exception:
             log.warning("assistant status failed", exc_info=True)
 
@@ -243,7 +244,7 @@ class Stream:
                 log.warning("could not delete the placeholder", exc_info=True)
 
     def _give_up(self, exc: SlackApiError) -> bool:
-        code = _error_code(exc)
+        code = slack_error(exc)
         if code in UNAVAILABLE:
             self.d.no_native_stream(code)
         else:

@@ -16,8 +16,10 @@ from typing import Any
 
 from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from bot.claims import FirstDelivery
+from bot.delivery import slack_error
 from bot.feedback import FeedbackStore, Passage, Shown
 from bot.gaps import DAY_S, GapRecord, find_gaps, gaps_blocks, scope_key, visible
 from bot.health import Health
@@ -33,6 +35,14 @@ log = logging.getLogger("footnote.slack")
 
 ASK_HOW = N_("Ask a question after the command, e.g. `/ask How do I claim travel expenses?`")
 ASKED = N_("<@{user}> asked: {question}")
+NOT_A_MEMBER = N_(
+    "I can't post in this conversation, so I can't answer here. Invite me with `/invite @Footnote`, "
+    "or ask me in a direct message."
+)
+NOT_POSTED = N_(":warning: Slack did not let me post your question here ({code}). Please try again.")
+# What Slack says when the bot may not post where a slash command was typed: a public channel
+# it was never invited to, or a private channel or someone else's direct message.
+NO_ENTRY = frozenset({"not_in_channel", "channel_not_found"})
 THANKS = N_("Thanks: your feedback was recorded.")
 THANKS_CONFIRMED = N_("Thanks: messages like this one will be answered from that passage here.")
 THANKS_NONE = N_("Thanks: noted as a question the docs don't answer yet.")
@@ -139,7 +149,7 @@ class SlackBot:
             Question(channel, thread or event["ts"], event["ts"], question, event.get("user", ""), is_dm)
         )
 
-    def _on_command(self, ack: Callable[..., None], command: dict[str, Any]) -> None:
+    def _on_command(self, ack: Callable[..., None], command: dict[str, Any], respond: Callable[..., Any]) -> None:
         text = (command.get("text") or "").strip()
         lang = self.intake.language_of(text) if text else self.home_language
         if not text:
@@ -160,9 +170,25 @@ class SlackBot:
         ack()
         user = command.get("user_id", "")
         asked = say(lang, ASKED, user=user, question=escape(text))
-        posted = self.client.chat_postMessage(channel=command["channel_id"], text=asked)
+        try:
+            posted = self.client.chat_postMessage(channel=command["channel_id"], text=asked)
+        except SlackApiError as exc:
+            self._cannot_post(respond, lang, exc)
+            return
         ts = str(posted["ts"])
         self.intake.submit(Question(command["channel_id"], ts, ts, spoken(text), user, is_dm=is_dm))
+
+    @staticmethod
+    def _cannot_post(respond: Callable[..., Any], lang: str | None, exc: SlackApiError) -> None:
+        """The question could not be posted where it was asked: tell the asker privately (the
+        command's response URL needs no membership), rather than let the command vanish."""
+        code = slack_error(exc)
+        log.warning("could not post an /ask question (%s)", code or exc)
+        text = say(lang, NOT_A_MEMBER) if code in NO_ENTRY else say(lang, NOT_POSTED, code=code or "?")
+        try:
+            respond(text=text, response_type="ephemeral")
+        except Exception:
+            log.exception("could not tell the asker that the question was not posted")
 
     def _on_home(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
         ack()

@@ -5,7 +5,8 @@ a workspace. It keeps the messages it was asked to post (and those a test says a
 wrote), so ``conversations.replies`` answers from them; ``auth.test`` names the bot
 (``UBOT``/``BBOT``); ``users.conversations`` lists the channels a test put a person in.
 It can answer 429 (with ``Retry-After``) to exercise rate-limit retries, or an error
-such as ``unknown_method`` to exercise fallbacks.
+such as ``unknown_method`` to exercise fallbacks. A slash command's ``response_url`` can
+point here too (:attr:`FakeSlack.response_url`): those posts are the calls named "response".
 
 :class:`HeldModel` is the model side of the same tests: an OpenAI-compatible chat server
 whose answer waits until the test releases it, so a test can kill the bot mid-answer.
@@ -81,6 +82,8 @@ class FakeSlack:
         self.server = ThreadingHTTPServer((host, 0), Handler)
         self.port = int(self.server.server_address[1])
         self.url = f"http://127.0.0.1:{self.port}/api/"
+        # Where a slash command's ``response_url`` points: its posts are recorded as "response".
+        self.response_url = f"http://127.0.0.1:{self.port}/commands/response"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     # -- what a test sets up ------------------------------------------------------------

@@ -32,3 +32,14 @@ def test_manifest_subscribes_to_what_the_bot_handles(tmp_path: Path) -> None:
     scopes = set(m["oauth_config"]["scopes"]["bot"])
     assert {"app_mentions:read", "chat:write", "commands", "im:history"} <= scopes
     assert m["features"]["app_home"]["home_tab_enabled"] is True
+
+
+def test_every_conversation_whose_history_it_reads_sends_its_messages() -> None:
+    """A follow-up in a thread comes as a message event of its conversation's kind: reading
+    a kind's history without subscribing to its messages leaves those follow-ups unanswered
+    (a group DM's, before message.mpim was subscribed)."""
+    m = yaml.safe_load(MANIFEST.read_text())
+    events = set(m["settings"]["event_subscriptions"]["bot_events"])
+    history = {s.split(":")[0] for s in m["oauth_config"]["scopes"]["bot"] if s.endswith(":history")}
+    assert history == {"channels", "groups", "im", "mpim"}
+    assert {f"message.{kind}" for kind in history} <= events

@@ -166,7 +166,7 @@ class Harness:
             "channel_id": channel,
             "team_id": "T1",
             "trigger_id": "tr1",
-            "response_url": "http://127.0.0.1:9/r",
+            "response_url": self.slack.response_url,
         }
         return self.exchange(urllib.parse.urlencode(form), "application/x-www-form-urlencoded")
 
@@ -337,6 +337,30 @@ def test_slash_command_posts_the_question_and_answers_in_its_thread(harness_fact
     posts = h.slack.of("chat.postMessage")
     assert "asked:" in posts[0]["text"] and "thread_ts" not in posts[0]
     assert posts[1]["thread_ts"] == posts[0]["_ts"]
+
+
+@pytest.mark.parametrize("error", ["not_in_channel", "channel_not_found"])
+def test_ask_where_footnote_cannot_post_tells_the_asker_how_to_get_an_answer(harness_factory: Any, error: str) -> None:
+    """`/ask` works in any channel, but Footnote can post only where it is a member: in a
+    public channel it was never invited to Slack says "not_in_channel", in a private channel
+    or someone else's direct message "channel_not_found". The asker is told so, privately."""
+    h = harness_factory(Scripted())
+    h.slack.fail("chat.postMessage", error, times=1)
+    assert h.command(ANSWERABLE) == 200
+    assert h.slack.wait_for(lambda s: bool(s.of("response")), 30)
+    (told,) = h.slack.of("response")
+    assert told["response_type"] == "ephemeral" and "/invite @Footnote" in told["text"]
+    h.settle()
+    assert _not_sentinel(h.finals()) == [] and h.bot.journal.unfinished() == []  # nothing left half-asked
+
+
+def test_ask_whose_post_fails_otherwise_is_a_visible_error(harness_factory: Any) -> None:
+    h = harness_factory(Scripted())
+    h.slack.fail("chat.postMessage", "is_archived", times=1)
+    assert h.command(ANSWERABLE) == 200
+    assert h.slack.wait_for(lambda s: bool(s.of("response")), 30)
+    (told,) = h.slack.of("response")
+    assert told["response_type"] == "ephemeral" and "is_archived" in told["text"]
 
 
 def test_a_message_with_a_file_or_sent_to_the_channel_too_is_answered_and_an_edit_is_not(
