@@ -150,7 +150,7 @@ class SlackBot:
         )
 
     def _on_command(self, ack: Callable[..., None], command: dict[str, Any], respond: Callable[..., Any]) -> None:
-        text = (command.get("text") or "").strip()
+        text = spoken(command.get("text") or "")
         lang = self.intake.language_of(text) if text else self.home_language
         if not text:
             ack(say(lang, ASK_HOW))
@@ -176,7 +176,7 @@ class SlackBot:
             self._cannot_post(respond, lang, exc)
             return
         ts = str(posted["ts"])
-        self.intake.submit(Question(command["channel_id"], ts, ts, spoken(text), user, is_dm=is_dm))
+        self.intake.submit(Question(command["channel_id"], ts, ts, text, user, is_dm=is_dm))
 
     @staticmethod
     def _cannot_post(respond: Callable[..., Any], lang: str | None, exc: SlackApiError) -> None:

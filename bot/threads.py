@@ -23,7 +23,11 @@ from slack_sdk import WebClient
 
 log = logging.getLogger("footnote.slack")
 
-MENTION = re.compile(r"<@[A-Z0-9]+>")
+MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^<>]*)?>")
+# Slack's markup in a message's text: <@U1>, <#C1|name>, <!here>, <!subteam^S1|@team>,
+# <https://…|label>. A literal "<" or ">" the person typed arrives as an entity instead.
+MARKUP = re.compile(r"<([^<>]*)>")
+ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))  # the only three Slack encodes; "&amp;" last
 # An emoji as Slack writes it into a message's text (":sweat_smile:", ":+1::skin-tone-2:"):
 # no document holds it as a word, and the core leaves out emoji it gets as pictographs
 # (Searcher.message_vector) for the same reason. "10:30:45" is no emoji.
@@ -31,8 +35,24 @@ SHORTCODE = re.compile(r"(?<!\w):[a-z0-9_+'-]+:(?::skin-tone-[2-6]:)?(?!\w)")
 
 
 def spoken(text: str) -> str:
-    """A Slack message's question: its text without mentions and emoji shortcodes."""
-    return SHORTCODE.sub("", MENTION.sub("", text)).strip()
+    """A Slack message's question as its writer typed it: without mentions and emoji
+    shortcodes, links and channels read as their labels, and "&", "<" and ">" as themselves."""
+    text = MARKUP.sub(_plain, SHORTCODE.sub("", text))
+    for entity, char in ENTITIES:
+        text = text.replace(entity, char)
+    return text.strip()
+
+
+def _plain(markup: re.Match[str]) -> str:
+    """What a person sees of one piece of markup (a mention of someone is no part of a question)."""
+    target, _, label = markup.group(1).partition("|")
+    if target.startswith("@"):
+        return ""
+    if target.startswith("#"):
+        return f"#{label}" if label else ""
+    if target.startswith("!"):  # <!here>, <!channel>: nothing; a user group or a date: its label
+        return label
+    return label or target.removeprefix("mailto:")
 
 
 _ASKED = re.compile(r"^<@[A-Z0-9]+> asked: (.*)$", re.DOTALL)  # the post a slash command makes

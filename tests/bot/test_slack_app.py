@@ -331,12 +331,14 @@ def test_a_failed_placeholder_post_still_gets_an_answer_and_frees_the_queue(harn
 
 
 def test_slash_command_posts_the_question_and_answers_in_its_thread(harness_factory: Any) -> None:
-    h = harness_factory(Scripted())
-    assert h.command(ANSWERABLE) == 200
+    model = Scripted()
+    h = harness_factory(model)
+    assert h.command("How fast must a SEV1 page be acknowledged &amp; by <#C9|oncall>?") == 200  # as Slack sends it
     h.finals(expect=1)
     posts = h.slack.of("chat.postMessage")
-    assert "asked:" in posts[0]["text"] and "thread_ts" not in posts[0]
-    assert posts[1]["thread_ts"] == posts[0]["_ts"]
+    assert posts[0]["text"].endswith("asked: How fast must a SEV1 page be acknowledged &amp; by #oncall?")
+    assert "thread_ts" not in posts[0] and posts[1]["thread_ts"] == posts[0]["_ts"]
+    assert "acknowledged & by #oncall?" in model.prompts[-1]  # what the person typed reached the model
 
 
 @pytest.mark.parametrize("error", ["not_in_channel", "channel_not_found"])

@@ -58,3 +58,21 @@ def test_a_slack_message_loses_its_mentions_and_emoji_shortcodes_but_not_its_tim
         "got paged  what now?  at 10:30:45"
     )
     assert spoken(":shrug:") == ""
+
+
+def test_a_slack_message_is_read_as_its_writer_typed_it() -> None:
+    """Slack sends "&", "<" and ">" as entities and links, channels and groups as markup;
+    the question searched (and echoed, and kept as a gap) is the text the person saw."""
+    assert (
+        spoken("<@U1> what is the R&amp;D budget for Q&amp;A &lt;2026&gt;?") == "what is the R&D budget for Q&A <2026>?"
+    )
+    assert spoken("is <https://wiki.example/x|the onboarding page> still right?") == (
+        "is the onboarding page still right?"
+    )
+    assert spoken("see <https://wiki.example/x?a=1&amp;b=2> and <mailto:hr@example.com|hr@example.com>") == (
+        "see https://wiki.example/x?a=1&b=2 and hr@example.com"
+    )
+    assert spoken("<!here> who owns <#C123|deploys>? ask <!subteam^S1|@oncall> or <@U2|ann>") == (
+        "who owns #deploys? ask @oncall or"
+    )
+    assert spoken("&amp;lt; stays as typed") == "&lt; stays as typed"
