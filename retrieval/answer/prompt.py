@@ -30,6 +30,11 @@ INSTRUCTIONS = (
 # copies the source's words, so from Danish sources it mostly does anyway).
 IN_LANGUAGE = {"da": " Write the answer in Danish."}
 MAX_CLAIMS = 3
+# The most of a question the model reads, each of the two times it is shown. A message with a
+# pasted log or document would otherwise overflow the model's 4,096-token window (14,000
+# characters become 7,000 tokens) and the answer would be an error. Its start and end are
+# kept, where people put what they ask; the search still reads the whole message.
+QUESTION_CHARS = 1500
 NOT_FOUND = "[0]"
 
 _CLAIM = re.compile(r"\[(\d+)\]\s*([^\n\[]*)")
@@ -58,9 +63,18 @@ def build_prompt(
     (paired +4/-4; one half of the documents +3, the other -3); bluffs 2/30 both.
     """
     earlier = "".join(f"Earlier question in this conversation: {q}\n" for q in context)
+    question = within(question, QUESTION_CHARS)
     user = f"QUESTION\n{question}\n\nSOURCES\n{sources_block(sentences)}\n\n{earlier}QUESTION\n{question}"
     system = INSTRUCTIONS + IN_LANGUAGE.get(language or "", "")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def within(text: str, limit: int) -> str:
+    """``text``, or its start and end with a marked gap when it is longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head].rstrip()} […] {text[len(text) - (limit - head) :].lstrip()}"
 
 
 _STOPS = frozenset(b".!?")

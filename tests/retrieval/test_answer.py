@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.answer import Citation, Linker
-from retrieval.answer.prompt import answer_grammar, build_prompt
+from retrieval.answer.prompt import QUESTION_CHARS, answer_grammar, build_prompt
 from retrieval.answer.service import DOCS_SAY, Answer, AnswerService, Outcome
 from retrieval.errors import ModelError
 from retrieval.models.llm import LanguageModel, LlamaCppModel
@@ -212,6 +212,24 @@ def test_prompt_asks_the_question_before_the_sources_and_again_after() -> None:
 
     user = build_prompt("How fast?", [Line(1, "Within 5 minutes."), Line(2, "Thirty days.")])[-1]["content"]
     assert user == "QUESTION\nHow fast?\n\nSOURCES\n[1] Within 5 minutes.\n[2] Thirty days.\n\nQUESTION\nHow fast?"
+
+
+def test_a_pasted_log_leaves_the_prompt_its_question_and_room_in_the_models_window() -> None:
+    log = "".join(f"10:{i % 60:02d} worker-{i} OOMKilled, retrying\n" for i in range(2000))
+    user = build_prompt(f"How fast must a SEV1 be acknowledged? Our log:\n{log}Thanks!", [])[-1]["content"]
+    assert len(user) < 2 * QUESTION_CHARS + 100 and "[…]" in user
+    assert user.count("How fast must a SEV1 be acknowledged? Our log:") == 2 and user.count("Thanks!") == 2
+
+
+@pytest.mark.slow
+def test_a_message_longer_than_the_models_window_is_still_answered(
+    examples_engine: Engine, real_model: LanguageModel
+) -> None:
+    """A person who pastes a document into the question: before, its prompt exceeded the
+    model's 4,096-token window and the answer was an error."""
+    pasted = _doc("on-call.md") * 12  # about 14,000 characters: 7,000 tokens once shown twice
+    a = _service(examples_engine, real_model).answer(f"{SEV1} For context, our handbook: {pasted}")
+    assert a.outcome is Outcome.ANSWERED and a.citations  # (which sentence: the pasted text pulls the search)
 
 
 def test_the_grammar_only_admits_source_numbers() -> None:
