@@ -92,9 +92,9 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
             click.secho(line, fg="red", err=True)
         sys.exit(2)
     try:
-        make_trigger(ctx.obj.sync_minutes, ctx.obj.sync_cron)  # APScheduler's own parser, before any command runs
+        make_trigger(ctx.obj.sync_minutes, ctx.obj.sync_cron)  # APScheduler's own parser and TZ, before any command
     except ConfigError as exc:
-        click.secho(f"footnote: FOOTNOTE_SYNC_CRON: {str(exc).removeprefix('FOOTNOTE_SYNC_CRON ')}", fg="red", err=True)
+        click.secho(f"footnote: {exc}", fg="red", err=True)
         sys.exit(2)
 
 

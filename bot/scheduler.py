@@ -8,10 +8,13 @@ own lock also keeps a scheduled sync and a `footnote retry` from overlapping.
 from __future__ import annotations
 
 import logging
+import os
+import zoneinfo
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import TypeAlias
 
+import tzlocal
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -24,21 +27,34 @@ Trigger: TypeAlias = CronTrigger | IntervalTrigger
 
 
 def make_trigger(minutes: float, cron: str | None) -> Trigger | None:
-    """A crontab expression wins over the interval; neither (interval 0) means no schedule."""
+    """A crontab expression wins over the interval; neither (interval 0) means no schedule.
+    Both run in the machine's time zone (``TZ``)."""
+    if not cron and minutes <= 0:
+        return None
+    zone = local_zone()
     if cron:
         try:
-            return CronTrigger.from_crontab(cron)
+            return CronTrigger.from_crontab(cron, timezone=zone)
         except ValueError as exc:
-            raise ConfigError(f"FOOTNOTE_SYNC_CRON {cron!r} is not a crontab expression: {exc}") from exc
-    if minutes > 0:
-        return IntervalTrigger(seconds=minutes * 60)
-    return None
+            raise ConfigError(f"FOOTNOTE_SYNC_CRON: {cron!r} is not a crontab expression: {exc}") from exc
+    return IntervalTrigger(seconds=minutes * 60, timezone=zone)
+
+
+def local_zone() -> tzinfo:
+    """The machine's time zone, read again (a cached one would hide a changed TZ). A TZ that
+    names no zone ("Europe/Copenhagn") is a setting's error, not APScheduler's traceback."""
+    try:
+        return tzlocal.reload_localzone()
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"TZ: {os.environ.get('TZ', '')!r} is not a time zone; use a name such as Europe/Copenhagen or UTC"
+        ) from exc
 
 
 class SyncSchedule:
     def __init__(self, trigger: Trigger | None) -> None:
         self._trigger = trigger
-        self._scheduler = BackgroundScheduler(daemon=True)
+        self._scheduler = BackgroundScheduler(daemon=True, timezone=trigger.timezone if trigger else "UTC")
 
     def start(self, sync: Callable[[], object]) -> None:
         """Run ``sync`` on the schedule (nothing without one)."""

@@ -381,6 +381,7 @@ def test_on_an_empty_data_dir_status_and_ask_answer_at_once_without_loading_a_mo
         ("FOOTNOTE_CHROMA_URL", "http://chroma:port", "port that is not a number"),
         ("FOOTNOTE_SYNC_CRON", "every tuesday", "is not a crontab expression"),
         ("FOOTNOTE_SYNC_CRON", "61 * * * *", "is not a crontab expression"),
+        ("TZ", "Europe/Copenhagn", "is not a time zone"),  # the schedule's zone: every command stopped with a traceback
     ],
 )
 def test_each_bad_setting_is_one_line_naming_its_variable_and_exit_2(

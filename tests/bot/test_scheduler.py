@@ -79,3 +79,17 @@ def test_cron_wins_over_interval_and_a_bad_one_is_a_clear_error() -> None:
     assert make_trigger(0, None) is None
     with pytest.raises(ConfigError, match="not a crontab expression"):
         make_trigger(15, "every ten minutes")
+
+
+def test_the_schedule_runs_in_the_zone_tz_names_and_a_bad_tz_is_a_settings_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TZ", "Europe/Copenhagen")
+    trigger = make_trigger(0, "0 6 * * *")
+    assert isinstance(trigger, CronTrigger) and str(trigger.timezone) == "Europe/Copenhagen"
+    monkeypatch.setenv("TZ", "UTC")  # read again, not a zone cached from before
+    assert str(make_trigger(15, None).timezone) == "UTC"  # type: ignore[union-attr]
+    monkeypatch.setenv("TZ", "Europe/Copenhagn")
+    with pytest.raises(ConfigError, match=r"^TZ: 'Europe/Copenhagn' is not a time zone"):
+        make_trigger(15, None)
+    assert make_trigger(0, None) is None  # no schedule: no zone needed
