@@ -4,7 +4,8 @@ canonical text with the cited range highlighted and scrolled into view.
 Citation links point here when no drive URL is configured (``FOOTNOTE_PUBLIC_URL``).
 A link opens only if it is signed (:mod:`retrieval.answer.links`): unsigned, edited or expired
 links get 403, so the viewer shows only what an answer cited, to the channel it was
-cited in. Only files inside the docs folder are served: ``..``, absolute paths and
+cited in. When the document has changed since and the range no longer holds the words
+cited, nothing is marked: the page says so, above the document as it is now. Only files inside the docs folder are served: ``..``, absolute paths and
 symlinks that leave the folder are refused.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-from retrieval.answer import VerifyLink
+from retrieval.answer import VerifyLink, text_digest
 from retrieval.errors import ExtractionError
 from retrieval.ingest import Extractor, extractor_for
 from retrieval.types import Document
@@ -31,10 +32,11 @@ header {{ position: sticky; top: 0; background: #fff; border-bottom: 1px solid #
 header small {{ color: #666; }}
 main {{ max-width: 52rem; margin: 1rem auto; padding: 0 1.2rem; }}
 pre {{ white-space: pre-wrap; word-wrap: break-word; font: inherit; }}
+.moved {{ background: #fff3cd; border: 1px solid #e0c36a; padding: .6rem .9rem; border-radius: 4px; }}
 mark {{ background: #ffe066; padding: .1em 0; border-radius: 2px; box-shadow: 0 0 0 3px #ffe066; }}
 </style></head>
 <body><header><strong>{title}</strong> <small>{path}{where}</small></header>
-<main><pre id="text">{body}</pre></main>
+<main>{moved}<pre id="text">{body}</pre></main>
 <script>const hit = document.getElementById("hit"); if (hit) hit.scrollIntoView({{block: "center"}});</script>
 </body></html>"""
 
@@ -44,6 +46,12 @@ _REFUSED = {
     "tampered": "This link was changed after Footnote made it, so it cannot be opened.",
     "expired": "This link has expired. Ask Footnote again in Slack for a fresh one.",
 }
+
+
+_MOVED = (
+    '<p class="moved">This document has changed since Footnote cited it: characters {a}–{b} no longer '
+    "hold the words cited. The document as it is now is below; ask Footnote again for a fresh link.</p>"
+)
 
 
 def _forbidden(reason: str) -> str:
@@ -101,6 +109,10 @@ def render_view(
     except (ExtractionError, OSError) as exc:
         return 422, f"<!doctype html><title>Unreadable</title><p>{html.escape(str(exc))}</p>"
     span = _span(query, len(doc.text))
+    moved = ""
+    if "h" in query and (span is None or text_digest(doc.text[span[0] : span[1]]) != query["h"]):
+        moved = _MOVED.format(a=html.escape(query.get("from", "")), b=html.escape(query.get("to", "")))
+        span = None
     if span:
         a, b = span
         body = (
@@ -113,4 +125,5 @@ def render_view(
     else:
         body = html.escape(doc.text)
     where = f" · characters {span[0]}–{span[1]}" if span else ""
-    return 200, _PAGE.format(title=html.escape(doc.title), path=html.escape(rel), where=where, body=body)
+    page = _PAGE.format(title=html.escape(doc.title), path=html.escape(rel), where=where, moved=moved, body=body)
+    return 200, page

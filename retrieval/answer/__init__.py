@@ -10,7 +10,7 @@ numbers. When not sure, the service points at the closest passages instead (``po
 from __future__ import annotations
 
 from retrieval.answer.citations import BROADCAST, Citation, Linker, find_passage, locator_for, neutralise
-from retrieval.answer.links import LinkSigner, SignLink, VerifyLink, load_secret
+from retrieval.answer.links import LinkSigner, SignLink, VerifyLink, load_secret, text_digest
 from retrieval.answer.pointers import EXCERPT_CHARS, POINTER_CHARS, point_at
 from retrieval.answer.probe import ANSWER_PROBE
 from retrieval.answer.rewrite import Rewrite, Rewriter, widen
@@ -45,5 +45,6 @@ __all__ = [
     "locator_for",
     "neutralise",
     "point_at",
+    "text_digest",
     "widen",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from retrieval.answer.evidence import SourceSentence
-from retrieval.answer.links import SignLink
+from retrieval.answer.links import SignLink, text_digest
 from retrieval.ingest import without_planted
 from retrieval.types import Hit
 
@@ -117,13 +117,17 @@ class Linker:
     viewer_url: str | None = None
     sign: SignLink | None = None
 
-    def url(self, path: str, locator: str, span: tuple[int, int] | None = None) -> str:
+    def url(self, path: str, locator: str, span: tuple[int, int] | None = None, cited: str | None = None) -> str:
+        """The link to ``span`` of ``path``; ``cited``, the words the span holds, lets the
+        viewer tell when an edit has moved them."""
         rel = quote(path)
         if self.docs_url:
             return f"{self.docs_url.rstrip('/')}/{rel}{locator}"
         if self.viewer_url:
             if self.sign is not None:
-                query = "?" + self.sign(path, *(span or (None, None)))
+                start, end = span or (None, None)
+                words = text_digest(cited) if span and cited is not None else None
+                query = "?" + self.sign(path, start, end, words)
             else:
                 query = f"?from={span[0]}&to={span[1]}" if span else ""
             return f"{self.viewer_url.rstrip('/')}/view/{rel}{query}{locator}"
@@ -156,6 +160,8 @@ def cite(
     """
     c = h.chunk
     loc, label, where = locator_for(h, span)
+    a, b = span[0] - c.start, span[1] - c.start
+    cited = c.content[a:b] if 0 <= a <= b <= len(c.content) else None  # the canonical words, as the viewer reads them
     # A transcript's time range opens the recording beside it (the viewer shows the text).
     target = media_beside(c.path, links.docs_dir) if "start" in where and not links.viewer_url else c.path
     return Citation(
@@ -166,7 +172,7 @@ def cite(
         span[0],
         span[1],
         quote,
-        links.url(target, loc, span),
+        links.url(target, loc, span, cited),
         loc,
         label,
         h.distance,

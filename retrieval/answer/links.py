@@ -1,7 +1,10 @@
 """Signed citation links: who may open ``/view/<path>`` is decided when the citation is made.
 
-A viewer link carries ``exp`` (a Unix time) and ``sig``, an HMAC-SHA256 over the
-document path, the cited range and the expiry, keyed by a secret only Footnote holds.
+A viewer link carries ``exp`` (a Unix time), ``h`` (a fingerprint of the words cited, so
+the viewer can tell when an edit has moved them away from the range) and ``sig``, an
+HMAC-SHA256 over the document path, the cited range, the fingerprint and the expiry, keyed
+by a secret only Footnote holds. (Links minted before ``h`` existed carry none, and open as
+they did.)
 The answer service only cites documents the asker's channel may search, so a valid
 signature is proof that the link was minted for that document: editing the path,
 the range or the expiry breaks it.
@@ -28,9 +31,10 @@ from retrieval.errors import ConfigError
 SECRET_FILE = "link-secret"
 _SECRET_BYTES = 32
 _VERSION = b"footnote-link-v1"  # domain separation: this key signs nothing else
+_VERSION_WORDS = b"footnote-link-v2"  # a link that also binds the words cited (``h``)
 
-# (path, from, to) -> the query string ``from=&to=&exp=&sig=`` (no leading "?")
-SignLink = Callable[[str, int | None, int | None], str]
+# (path, from, to, fingerprint) -> the query string ``from=&to=&h=&exp=&sig=`` (no leading "?")
+SignLink = Callable[[str, int | None, int | None, str | None], str]
 # (path, query) -> (ok, reason)
 VerifyLink = Callable[[str, Mapping[str, str]], tuple[bool, str]]
 
@@ -45,19 +49,24 @@ class LinkSigner:
         self.ttl_s = ttl_s
         self._now = now
 
-    def _mac(self, path: str, start: str, end: str, exp: str) -> str:
-        # NUL cannot occur in a path or a decimal, so the fields cannot be shifted into one another.
-        msg = b"\x00".join(x.encode() for x in (path, start, end, exp))
-        digest = hmac.new(self._key, _VERSION + b"\x00" + msg, hashlib.sha256).digest()
+    def _mac(self, path: str, start: str, end: str, exp: str, words: str | None = None) -> str:
+        # NUL cannot occur in a path or a decimal, so the fields cannot be shifted into one
+        # another; a link with a fingerprint is signed under its own version.
+        fields = (path, start, end, exp) if words is None else (path, start, end, words, exp)
+        msg = b"\x00".join(x.encode() for x in fields)
+        version = _VERSION if words is None else _VERSION_WORDS
+        digest = hmac.new(self._key, version + b"\x00" + msg, hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
-    def sign(self, path: str, start: int | None = None, end: int | None = None) -> str:
-        """The query string for a link to ``path`` (optionally its range ``start``–``end``)."""
+    def sign(self, path: str, start: int | None = None, end: int | None = None, words: str | None = None) -> str:
+        """The query string for a link to ``path`` (optionally its range ``start``–``end``,
+        and ``words``, the :func:`text_digest` of what the range holds now)."""
         exp = str(int(self._now() + self.ttl_s))
         if start is None or end is None:
             return f"exp={exp}&sig={self._mac(path, '', '', exp)}"
         a, b = str(start), str(end)
-        return f"from={a}&to={b}&exp={exp}&sig={self._mac(path, a, b, exp)}"
+        h = f"h={words}&" if words is not None else ""
+        return f"from={a}&to={b}&{h}exp={exp}&sig={self._mac(path, a, b, exp, words)}"
 
     def verify(self, path: str, query: Mapping[str, str]) -> tuple[bool, str]:
         """(True, "ok") for a link this key minted for ``path`` that has not expired,
@@ -65,13 +74,19 @@ class LinkSigner:
         sig, exp = query.get("sig"), query.get("exp")
         if not sig or not exp:
             return False, "unsigned"
-        expected = self._mac(path, query.get("from", ""), query.get("to", ""), exp)
+        expected = self._mac(path, query.get("from", ""), query.get("to", ""), exp, query.get("h"))
         if not hmac.compare_digest(expected.encode(), sig.encode()):
             return False, "tampered"
         # Checked after the signature, so a forged expiry reads as tampering, not as expiry.
         if not exp.isdigit() or int(exp) < self._now():
             return False, "expired"
         return True, "ok"
+
+
+def text_digest(text: str) -> str:
+    """A short fingerprint of cited words (72 bits of SHA-256, URL-safe): whether a range
+    still holds them."""
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()[:9]).decode()
 
 
 def load_secret(data_dir: Path, configured: str | None) -> bytes:

@@ -16,7 +16,7 @@ import pytest
 from bot.http_server import make_server
 from bot.viewer import render_view, safe_path
 from retrieval.answer.citations import Linker, make_citations
-from retrieval.answer.links import LinkSigner
+from retrieval.answer.links import LinkSigner, text_digest
 from retrieval.answer.service import AnswerService
 from retrieval.ingest.sandbox import ExtractionRunner
 from retrieval.models.embed import SentenceTransformerEmbedder
@@ -90,6 +90,29 @@ def test_the_cited_span_is_highlighted_and_everything_is_escaped(docs: Path, sig
     assert status == 200
     assert '<mark id="hit">The &lt;script&gt;alert(1)&lt;/script&gt; part.</mark>' in page
     assert "<script>alert" not in page and "X &lt;b&gt;" in page
+
+
+def test_a_link_to_words_that_have_since_moved_says_so_instead_of_marking_others(
+    docs: Path, signer: LinkSigner
+) -> None:
+    """A link binds the words it cites, not only their place: after an edit above them the
+    same range holds other words, and marking those would show a source the answer never had."""
+    run = ExtractionRunner().extract
+    text = (docs / "on-call.md").read_text()
+    cited = "acknowledge the page within 5 minutes"
+    a = text.index(cited)
+    query = _q(signer.sign("on-call.md", a, a + len(cited), text_digest(cited)))
+    status, page = render_view(docs, "on-call.md", query, run, verify=signer.verify)
+    assert status == 200 and f'<mark id="hit">{cited}</mark>' in page and "changed since" not in page
+    old = _q(signer.sign("on-call.md", a, a + len(cited)))  # minted before links bound their words
+    (docs / "on-call.md").write_text("# On-call Handbook\n\nA new first paragraph, added later.\n\n" + text[19:])
+    status, page = render_view(docs, "on-call.md", query, run, verify=signer.verify)
+    assert status == 200 and "<mark" not in page and "has changed since Footnote cited it" in page
+    assert "A new first paragraph" in page  # the document as it is now
+    assert (
+        render_view(docs, "on-call.md", {**query, "h": text_digest("other words")}, run, verify=signer.verify)[0] == 403
+    )
+    assert '<mark id="hit">' in render_view(docs, "on-call.md", old, run, verify=signer.verify)[1]
 
 
 def test_only_signed_unexpired_links_to_files_inside_the_docs_folder_open(docs: Path) -> None:
@@ -212,6 +235,7 @@ def test_a_citation_link_opens_the_viewer_with_the_quote_in_view(
     assert "Badge photos" in hit.chunk.content and hit.chunk.start > 5000
     (cite,) = make_citations([hit], Linker(None, long_engine.cfg.docs_dir, viewer_server, signer.sign))
     assert cite.url.startswith(f"{viewer_server}/view/") and f"from={hit.chunk.start}&to={hit.chunk.end}&" in cite.url
+    assert f"&h={text_digest(hit.chunk.content)}&" in cite.url  # the words cited, bound by the signature
     assert "&sig=" in cite.url
     assert _get(cite.url.replace(f"to={hit.chunk.end}", f"to={hit.chunk.end + 1}"))[0] == 403
     assert _get(f"{viewer_server}/view/..%2F..%2Fetc%2Fpasswd")[0] == 403
