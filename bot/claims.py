@@ -5,7 +5,8 @@ on another one. :class:`FirstDelivery` answers "is this the first time?": a boun
 local memory first, then (with a shared index) a claim every replica sees. An id is
 remembered locally only once the shared claim has answered; when the claim store itself
 fails, the event is answered rather than dropped (a rare double answer beats a silent
-question).
+question). A retry that reaches a process started since is recognised by the question
+journal instead, which journals each message once (:meth:`bot.journal.Journal.record`).
 """
 
 from __future__ import annotations

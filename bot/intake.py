@@ -120,6 +120,9 @@ class Intake:
             return
         q = replace(q, folders=scope.folders)
         job = self._record(q)
+        if job is None:  # answered, or owed by the journal's recovery: never twice
+            log.info("%s in %s is journaled already (a retried delivery): not asked again", q.ts, q.channel)
+            return
         if self._closing.is_set():
             self._place(job, say(q.language, RESTARTING))  # journaled: the next start answers it
             return
@@ -197,7 +200,7 @@ class Intake:
             return state.note(lang)
         return queue_note(ahead, lang)
 
-    def _record(self, q: Question) -> Job:
+    def _record(self, q: Question) -> Job | None:
         try:
             return self.journal.record(q, self.clock())
         except Exception:  # an unwritable journal must not cost the answer

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS questions (
     done_at REAL
 );
 CREATE INDEX IF NOT EXISTS questions_open ON questions (done_at);
+CREATE INDEX IF NOT EXISTS questions_message ON questions (channel, ts);
 CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, alive_at REAL NOT NULL);
 """
 _COLUMNS = "id, channel, thread_ts, ts, text, user, is_dm, folders, placeholder_ts, created_at"
@@ -65,15 +66,20 @@ class Journal:
                 self._db.execute("ALTER TABLE questions ADD COLUMN owner TEXT")
             self._db.execute("DELETE FROM questions WHERE done_at < ?", (time.time() - KEEP_DONE_S,))
 
-    def record(self, q: Question, now: float | None = None) -> Job:
+    def record(self, q: Question, now: float | None = None) -> Job | None:
+        """The question's job; None when its message is journaled already (kept a week): Slack
+        retried its delivery, perhaps to a process that started since, or to another replica."""
         folders = json.dumps(list(q.folders)) if q.folders is not None else None
         at = time.time() if now is None else now
-        with self._lock:
+        with self._lock:  # one statement: replicas sharing the file cannot both insert it
             cur = self._db.execute(
                 "INSERT INTO questions (channel, thread_ts, ts, text, user, is_dm, folders, created_at, owner)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (q.channel, q.thread_ts, q.ts, q.text, q.user, int(q.is_dm), folders, at, self.owner),
+                " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
+                " WHERE NOT EXISTS (SELECT 1 FROM questions WHERE channel = ? AND ts = ?)",
+                (q.channel, q.thread_ts, q.ts, q.text, q.user, int(q.is_dm), folders, at, self.owner, q.channel, q.ts),
             )
+        if cur.rowcount == 0:
+            return None
         return Job(int(cur.lastrowid or 0), q, None, at)
 
     def placed(self, job: Job, ts: str) -> None:

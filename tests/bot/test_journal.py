@@ -37,6 +37,16 @@ def test_an_unfinished_question_is_still_there_after_reopening(tmp_path: Path) -
     assert Journal(tmp_path).unfinished() == []
 
 
+def test_a_message_is_journaled_once_whichever_process_or_replica_is_handed_it_again(tmp_path: Path) -> None:
+    q = Question("C1", "12.1", "12.1", "How fast?", "U1")
+    first = Journal(tmp_path, owner="replica-a").record(q)
+    assert first is not None
+    assert Journal(tmp_path, owner="replica-b").record(q) is None  # a retry, on another replica or after a restart
+    Journal(tmp_path).done(first)
+    assert Journal(tmp_path).record(q) is None  # answered already: still not again
+    assert Journal(tmp_path).record(Question("C2", "12.1", "12.1", "How fast?", "U1")) is not None  # another channel
+
+
 def test_replicas_sharing_a_journal_answer_their_own_and_adopt_only_a_gone_ones(tmp_path: Path) -> None:
     a, b = Journal(tmp_path, owner="replica-a"), Journal(tmp_path, owner="replica-b")
     a.beat(now=1000.0)

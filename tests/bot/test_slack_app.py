@@ -257,6 +257,22 @@ def test_a_retried_delivery_never_produces_a_second_answer(harness_factory: Any)
     assert [p["thread_ts"] for p in h.slack.of("chat.postMessage") if p["channel"] == "C1"] == ["102.1"]
 
 
+def test_a_retry_that_reaches_a_restarted_process_is_not_answered_again(harness_factory: Any, tmp_path: Path) -> None:
+    """Slack retries a delivery it got no 200 for within 3 s, and a restart (a deploy) can fall
+    between the first delivery and the retry: the new process has no memory of the event, but
+    the journal it shares with the old one knows the question."""
+    data = tmp_path / "data"
+    before = harness_factory(Scripted(), data=data)
+    assert before.mention(ANSWERABLE, ts="107.1", event_id="EvRESTART") == 200
+    before.finals(expect=1)
+    after = harness_factory(Scripted(), data=data, slack=before.slack)  # the next process, on the same data dir
+    retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+    assert after.mention(ANSWERABLE, ts="107.1", event_id="EvRESTART", headers=retry) == 200
+    after.settle()
+    assert len([f for f in after.finals() if f["channel"] == "C1"]) == 1
+    assert [p["thread_ts"] for p in after.slack.of("chat.postMessage") if p["channel"] == "C1"] == ["107.1"]
+
+
 def test_an_event_is_answered_when_the_shared_claim_store_fails(harness_factory: Any) -> None:
     def claim_store_down(key: str) -> bool:
         raise ConnectionError("chroma is down")
