@@ -10,4 +10,7 @@ from pathlib import Path
 from retrieval.models.isolated import run_job
 
 if __name__ == "__main__":
-    sys.exit(run_job(Path(sys.argv[1]), Path(sys.argv[2])))
+    try:
+        sys.exit(run_job(Path(sys.argv[1]), Path(sys.argv[2])))
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent says so, in one line
+        sys.exit(130)

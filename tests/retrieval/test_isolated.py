@@ -4,6 +4,8 @@ crash is a value, and a script without a main guard is never run again in the ch
 from __future__ import annotations
 
 import os
+import pickle
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +39,13 @@ def test_a_script_without_a_main_guard_is_not_run_again_in_the_child(tmp_path: P
         [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0 and done.stdout.splitlines() == ["child True"], done.stderr
+
+
+def test_ctrl_c_ends_the_child_without_a_traceback(tmp_path: Path) -> None:
+    """Ctrl-C reaches every process of the terminal's group: `footnote index` says "Aborted!",
+    and its trial child used to add a hundred lines of KeyboardInterrupt traceback."""
+    job = tmp_path / "job.pickle"
+    job.write_bytes(pickle.dumps((signal.raise_signal, (signal.SIGINT,))))
+    cmd = [sys.executable, "-m", "retrieval.models.child", str(job), str(tmp_path / "result.pickle")]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 130 and done.stderr == "" and not (tmp_path / "result.pickle").exists()
