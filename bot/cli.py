@@ -246,8 +246,9 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     The drive's languages are shown as the last sync found them, with the embedding model
     they call for. Documents built with another embedding model, chunker or extractor version
     than the current settings are shown as stale (nothing is written: the next
-    sync marks and rebuilds them). Files the sync skips are listed with the reason,
-    and each `footnote serve` on this data dir with its phase (starting, loading,
+    sync marks and rebuilds them). Files the sync skips are listed with the reason, so
+    are files the index does not hold yet (a sync that stopped halfway, or a new file
+    before the next one) and indexed files no longer in the folder; and each `footnote serve` on this data dir with its phase (starting, loading,
     syncing with counts, ready, model unavailable, failed).
     """
     from retrieval.models import measurements
@@ -270,13 +271,20 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     recs = engine.records()
     docs = [r.as_json() for r in recs.values()]
     measured = measurements(settings.data_dir / "models", lean=settings.memory_mb > 0)
-    skipped = engine.indexer.skipped()
+    skipped, read = engine.indexer.survey()
+    built_from = engine.manifest.docs_folder()
+    # Against the folder the index was built from only: another folder would differ in every file.
+    ours = built_from is None or built_from == str(engine.docs_folder())
+    not_indexed = sorted(set(read) - set(recs)) if ours else []
+    gone = sorted(set(recs) - set(read) - set(skipped)) if ours else []
     planted = engine.flagged()
     if as_json:
         out = {
             "documents": docs,
             "totals": totals(recs.values()),
             "skipped": skipped,
+            "not_indexed": not_indexed,
+            "gone": gone,
             "flagged": [{"path": f.path, "start": f.start, "end": f.end, "text": f.text} for f in planted],
             "gate": gate_json(rt, calibrate, click.echo),
             "docs_folder": engine.manifest.docs_folder(),
@@ -296,14 +304,17 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
         click.echo(line)
     for path, reason in skipped.items():
         click.echo(f"skipped        {_shown(path)}  ({reason})")
+    for path in not_indexed:
+        click.echo(f"not indexed    {_shown(path)}  (new in the folder: the next sync reads it)")
+    for path in gone:
+        click.echo(f"gone           {_shown(path)}  (no longer in the folder: the next sync drops it)")
     for f in planted:
         quote = " ".join(f.text.split())
         quote = quote if len(quote) <= 80 else quote[:79] + "…"
         click.echo(f"flagged        {_shown(f.path)}  #char={f.start},{f.end}  “{quote}”")
     if planted:
         click.echo("Flagged text addresses an assistant: it is never offered to the model nor quoted.")
-    built_from = engine.manifest.docs_folder()
-    if built_from is not None and built_from != str(engine.docs_folder()):
+    if not ours:
         click.secho(f"The index was built from {built_from}, not {engine.docs_folder()}.", fg="yellow")
     _print_totals(recs)
     langs = engine.manifest.languages()

@@ -267,17 +267,21 @@ class Indexer:
         self.manifest.put_many(list(stale.values()))
         return list(stale)
 
-    def skipped(self) -> dict[str, str]:
-        """Files in the folder a sync would not index, with the reason (reads only)."""
+    def survey(self) -> tuple[dict[str, str], list[str]]:
+        """What a sync would make of the folder now (reads only): the files it would skip,
+        with the reason, and the paths it would read."""
+        skipped: dict[str, str] = {}
+        read: list[str] = []
         if not self.docs_dir.is_dir():
-            return {}
-        out = {}
+            return skipped, read
         for src in walk(self.docs_dir, self.ignore):
             if src.skip:
-                out[src.rel] = src.skip
+                skipped[src.rel] = src.skip
             elif extractor_for(src.rel, self.ocr) is None:
-                out[src.rel] = "unsupported file type"
-        return out
+                skipped[src.rel] = "unsupported file type"
+            else:
+                read.append(src.rel)
+        return skipped, read
 
     def sync(
         self, *, progress: bool = False, only: Collection[str] | None = None, on_progress: Progress | None = None

@@ -229,6 +229,26 @@ def test_a_symlink_out_of_the_docs_folder_is_skipped_visibly(env: tuple[Path, Pa
     assert "payroll.md" not in {d["path"] for d in data["documents"]} and "payroll.md" in data["skipped"]
 
 
+def test_status_names_files_the_index_does_not_hold_yet_and_ones_gone_from_the_folder(env: tuple[Path, Path]) -> None:
+    """After a sync stopped halfway (Ctrl-C, a restart) or before the next scheduled one, the
+    index holds only part of the folder; status read the index alone, so a drive of 20 files
+    showed "6 documents: 6 indexed" and nothing about the other 14."""
+    docs, _ = env
+    runner = CliRunner()
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    (docs / "parking.md").write_text("# Parking\n\nBikes go in the basement.\n")
+    (docs / "time-off.txt").unlink()
+    res = runner.invoke(main, ["status"])
+    assert res.exit_code == 0, res.output
+    assert "not indexed    parking.md  (new in the folder: the next sync reads it)" in res.output
+    assert "gone           time-off.txt  (no longer in the folder: the next sync drops it)" in res.output
+    data = json.loads(runner.invoke(main, ["status", "--json"]).output)
+    assert data["not_indexed"] == ["parking.md"] and data["gone"] == ["time-off.txt"]
+    assert runner.invoke(main, ["index", "--quiet"]).exit_code == 0
+    data = json.loads(runner.invoke(main, ["status", "--json"]).output)
+    assert data["not_indexed"] == [] and data["gone"] == []
+
+
 def test_a_name_with_a_newline_is_one_line_of_index_and_status(env: tuple[Path, Path]) -> None:
     docs, _ = env
     (docs / "parking\nrules.txt").write_text("Parking spots are assigned each January.\n")
