@@ -300,7 +300,9 @@ def test_the_packaged_model_translates_a_question_and_does_not_answer_it(
 ) -> None:
     """Asked in one message, the 0.5B answered questions it was to translate ("… er:
     /path/to/xml/file.xml"); with a system message and three examples it translates."""
-    out = Translator(lambda: real_model)(text, target)
+    # The quality is under test, not the speed: the production deadline (10 s) was missed once
+    # when the suite shared the 2 cores with another job, and the test failed with no translation.
+    out = Translator(lambda: real_model, deadline_s=300)(text, target)
     assert out is not None and LanguageDetector().detect(out).language == target
     assert out.rstrip().endswith("?") and 0.5 <= len(out) / len(text) <= 2.0  # a question, of a like length
 
@@ -402,7 +404,7 @@ def test_a_start_primes_each_kind_of_prompt_its_drive_s_questions_begin_with(
     starts: Any = real_model.starts  # type: ignore[attr-defined]
     starts._saved.clear()
     starts._last = None
-    translator = Translator(lambda: real_model)
+    translator = Translator(lambda: real_model, deadline_s=300)  # as above: no deadline under test
     svc = AnswerService(examples_engine.searcher, lambda: real_model, ANSWERING, translator=translator)
     assert svc.prime() == 3  # an English drive: translations into English and into Danish, and the answer's
     kinds = {
