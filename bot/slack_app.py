@@ -29,7 +29,7 @@ from bot.journal import Journal
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
 from bot.scoping import ChannelScopes, Folders
-from bot.threads import MENTION, SlackThreads, spoken
+from bot.threads import ASKED_SUBTYPES, MENTION, SlackThreads, spoken
 
 log = logging.getLogger("footnote.slack")
 
@@ -50,11 +50,6 @@ HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the las
 HOME_GAPS = 5
 # The index's health, counting only the documents under the folders given (None: all).
 StatusOf = Callable[[Sequence[str] | None], Health]
-
-
-# A person's message: plain, with a file attached, or a thread reply also sent to the channel.
-# Every other subtype (an edit, a deletion, a join, a bot's post) is no question.
-ASKED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 
 
 class SlackBot:

@@ -55,6 +55,11 @@ def _plain(markup: re.Match[str]) -> str:
     return label or target.removeprefix("mailto:")
 
 
+# A person's message: plain, with a file attached, or a thread reply also sent to the channel.
+# Every other subtype (an edit, a deletion, a join, a bot's post) is no question.
+ASKED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+# What says something in a thread: a person's message or a bot's; the rest are channel events.
+SAID = ASKED_SUBTYPES | {"bot_message"}
 _ASKED = re.compile(r"^<@[A-Z0-9]+> asked: (.*)$", re.DOTALL)  # the post a slash command makes
 _PAGE = 200  # Slack's page size for conversations.replies
 _MAX_PAGES = 10  # a thread longer than this is read from its start only
@@ -115,12 +120,16 @@ class SlackThreads:
         return next((m for m in self._messages(channel, thread_ts, None) if m.get("ts") == ts), None)
 
     def _question_in(self, m: dict[str, Any]) -> str:
+        """What a message of the thread adds to a question's context: a person's words, or
+        what another bot posted (the alert a question under it asks about); never our answers."""
         text = str(m.get("text") or "")
         if self._me.wrote(m):
             got = _ASKED.match(text)
             return html.unescape(got.group(1)).strip() if got else ""  # our answers are not questions
-        if m.get("bot_id") or m.get("subtype"):
-            return ""
+        if m.get("subtype") not in SAID:
+            return ""  # a join, an edit's trace, a topic change
+        if not text.strip() and m.get("bot_id"):  # a bot that posts its words as attachments only
+            text = " ".join(str(a.get("fallback") or a.get("text") or "") for a in m.get("attachments") or [])
         return spoken(text)
 
     def _read(self, channel: str, thread_ts: str, before_ts: str | None) -> list[dict[str, Any]]:

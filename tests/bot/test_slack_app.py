@@ -471,6 +471,19 @@ def test_a_follow_up_reaching_a_fresh_process_or_another_replica_has_its_context
         slack.close()
 
 
+def test_a_question_under_another_bots_alert_is_asked_with_the_alert_as_context(harness_factory: Any) -> None:
+    model = Scripted()
+    h = harness_factory(model)
+    alert = {"type": "message", "subtype": "bot_message", "bot_id": "BALERT", "text": "", "ts": "125.1",
+             "attachments": [{"fallback": "[FIRING] billing-worker: error code LW-5012"}]}  # fmt: skip
+    h.slack.messages.setdefault("C1", []).append(alert)
+    h.mention("what do I do about this?", ts="125.2", thread_ts="125.1")
+    h.finals(expect=1)
+    assert any(
+        "Earlier question in this conversation: [FIRING] billing-worker: error code LW-5012" in p for p in model.prompts
+    )
+
+
 def test_thread_context_is_read_from_the_last_messages_within_a_budget(harness_factory: Any, tmp_path: Path) -> None:
     slack = FakeSlack()
     try:

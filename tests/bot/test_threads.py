@@ -30,6 +30,33 @@ def test_the_question_itself_is_not_repeated_as_context() -> None:
     assert fit("How fast?", ["How fast?", "Who is paged?"], budget=800) == ("Who is paged?",)
 
 
+def test_what_another_bot_posted_is_context_for_a_question_in_its_thread() -> None:
+    """An alert, a CI bot's report: "@Footnote what do I do about this?" in its thread asks
+    about what the bot posted, often in its attachments only. Footnote's own answers and
+    joins are still no context."""
+    slack = FakeSlack()
+    try:
+        client = WebClient(token="xoxb-x", base_url=slack.url)
+        threads = SlackThreads(client, BotIdentity(client))
+        root = "1600000000.000001"
+        slack.messages["C1"] = [
+            {"type": "message", "subtype": "bot_message", "bot_id": "BALERT", "text": "", "ts": root,
+             "attachments": [{"fallback": "[FIRING] Error code LW-5012 on billing-worker", "color": "danger"}]},
+            {"type": "message", "bot_id": "BCI", "text": "Deploy <https://ci.example/1|#812> failed &amp; rolled back",
+             "ts": "1600000000.000002", "thread_ts": root},
+            {"type": "message", "subtype": "channel_join", "user": "U3", "text": "<@U3> has joined",
+             "ts": "1600000000.000003", "thread_ts": root},
+        ]  # fmt: skip
+        client.chat_postMessage(channel="C1", thread_ts=root, text="an answer of ours")
+        slack.user_message("C1", "1800000000.000001", "<@UBOT> what do I do about this?", thread_ts=root)
+        assert threads.context("C1", root, "1800000000.000001", "what do I do about this?") == (
+            "[FIRING] Error code LW-5012 on billing-worker",
+            "Deploy #812 failed & rolled back",
+        )
+    finally:
+        slack.close()
+
+
 def test_a_long_thread_is_read_page_by_page_from_slack() -> None:
     slack = FakeSlack()
     try:
