@@ -60,6 +60,7 @@ def _plain(markup: re.Match[str]) -> str:
 ASKED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 # What says something in a thread: a person's message or a bot's; the rest are channel events.
 SAID = ASKED_SUBTYPES | {"bot_message"}
+BOT_CHARS = 300  # the most of another bot's post a question's context takes
 _ASKED = re.compile(r"^<@[A-Z0-9]+> asked: (.*)$", re.DOTALL)  # the post a slash command makes
 _PAGE = 200  # Slack's page size for conversations.replies
 _MAX_PAGES = 10  # a thread longer than this is read from its start only
@@ -128,9 +129,13 @@ class SlackThreads:
             return html.unescape(got.group(1)).strip() if got else ""  # our answers are not questions
         if m.get("subtype") not in SAID:
             return ""  # a join, an edit's trace, a topic change
-        if not text.strip() and m.get("bot_id"):  # a bot that posts its words as attachments only
+        if not m.get("bot_id"):
+            return spoken(text)
+        if not text.strip():  # a bot that posts its words as attachments only
             text = " ".join(str(a.get("fallback") or a.get("text") or "") for a in m.get("attachments") or [])
-        return spoken(text)
+        # Its start says what it is about; a whole log would take the budget from the questions before it.
+        said = spoken(text)
+        return said if len(said) <= BOT_CHARS else said[:BOT_CHARS].rsplit(" ", 1)[0] + " …"
 
     def _read(self, channel: str, thread_ts: str, before_ts: str | None) -> list[dict[str, Any]]:
         """The last ``max_messages`` of the thread (before ``before_ts``), oldest first."""

@@ -53,6 +53,13 @@ def test_what_another_bot_posted_is_context_for_a_question_in_its_thread() -> No
             "[FIRING] Error code LW-5012 on billing-worker",
             "Deploy #812 failed & rolled back",
         )
+        # A bot's whole log takes only its start, and the question before it keeps its place.
+        slack.user_message("C1", "1800000000.000002", "Is billing down?", thread_ts=root)
+        log = {"type": "message", "bot_id": "BCI", "text": "step failed " * 500, "ts": "1800000000.000003",
+               "thread_ts": root}  # fmt: skip
+        slack.messages["C1"].append(log)
+        context = threads.context("C1", root, "1800000000.000004", "and now?")
+        assert context[-2] == "Is billing down?" and context[-1].endswith(" …") and len(context[-1]) <= 302
     finally:
         slack.close()
 
