@@ -26,7 +26,7 @@ from retrieval.ingest.extract import Extractor, extractor_for
 from retrieval.ingest.markup import plain
 from retrieval.ingest.planted import Flagged, flagged, is_planted, without_planted
 from retrieval.ingest.sandbox import ExtractionRunner
-from retrieval.ingest.sync import PIPELINE_VERSION, Indexer, Progress, SourceFile, SyncReport, walk
+from retrieval.ingest.sync import PIPELINE_VERSION, Indexer, Progress, SourceFile, SyncReport, no_folder, walk
 
 __all__ = [
     "ABBREVIATIONS",
@@ -50,6 +50,7 @@ __all__ = [
     "is_heading",
     "is_planted",
     "is_question",
+    "no_folder",
     "plain",
     "sentence_spans",
     "sentences",

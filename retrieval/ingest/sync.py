@@ -115,6 +115,13 @@ class SourceFile:
     skip: str | None = None  # why this file is not indexed (shown in `footnote index` and `status`)
 
 
+def no_folder(docs_dir: Path) -> str:
+    """Why ``docs_dir`` is no docs folder (it is missing, or it is a file)."""
+    if docs_dir.exists():
+        return f"docs folder not found: {docs_dir} is a file, not a folder; give the folder that holds it"
+    return f"docs folder not found: {docs_dir}"
+
+
 def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
     """Every candidate file under ``docs_dir``, skipping hidden, temporary and ignored ones.
 
@@ -291,7 +298,7 @@ class Indexer:
         ``on_progress(done, total)`` is told how many of the documents to (re)index are done:
         at (0, total) once the folder is read, then after each one."""
         if not self.docs_dir.is_dir():
-            raise StoreError(f"docs folder not found: {self.docs_dir}")
+            raise StoreError(no_folder(self.docs_dir))
         t0 = self.clock()
         report = SyncReport()
         self._drop_orphans()

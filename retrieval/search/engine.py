@@ -19,7 +19,16 @@ from pathlib import Path
 
 from retrieval.errors import StoreError, SyncBusy
 from retrieval.index import INDEXED, STALE, DocRecord, Lease, Manifest, Snapshot, VectorStore
-from retrieval.ingest import ChunkerConfig, ExtractionRunner, Flagged, Indexer, Progress, SyncReport, flagged
+from retrieval.ingest import (
+    ChunkerConfig,
+    ExtractionRunner,
+    Flagged,
+    Indexer,
+    Progress,
+    SyncReport,
+    flagged,
+    no_folder,
+)
 from retrieval.models import Embedder
 from retrieval.search.languages import Languages
 from retrieval.search.rerank import Reranker
@@ -80,7 +89,7 @@ def check_folder(manifest: Manifest, docs_dir: Path) -> None:
 def adopt_folder(manifest: Manifest, docs_dir: Path) -> None:
     """Make ``docs_dir`` the index's own folder (``--reindex-from``): the next sync rebuilds from it."""
     if not docs_dir.is_dir():
-        raise StoreError(f"docs folder not found: {docs_dir}")
+        raise StoreError(no_folder(docs_dir))
     manifest.set_docs_folder(str(docs_dir.resolve()))
 
 

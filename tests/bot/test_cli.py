@@ -59,6 +59,8 @@ def test_index_of_a_missing_folder_exits_non_zero(env: tuple[Path, Path], tmp_pa
     res = CliRunner().invoke(main, ["index", str(tmp_path / "missing")])
     assert res.exit_code == 1
     assert "docs folder not found" in res.output
+    res = CliRunner().invoke(main, ["index", str(env[0] / "on-call.md")])  # a document, not its folder
+    assert res.exit_code == 1 and "on-call.md is a file, not a folder" in res.output, res.output
 
 
 def test_every_command_has_help() -> None:
