@@ -132,7 +132,7 @@ def test_a_symlink_out_of_the_folder_is_skipped_with_its_reason(docs: Path, tmp_
     assert set(report.skipped) == {"leak.md"} and "outside the docs folder" in report.skipped["leak.md"]
     assert "leak.md" not in eng.manifest.all() and "inside.md" in report.indexed
     assert all("forty million" not in c.content for c in eng.searcher().snapshot.chunks)
-    assert eng.indexer.skipped() == report.skipped
+    assert eng.indexer.survey()[0] == report.skipped
 
 
 def test_a_broken_symlink_inside_the_folder_fails_saying_so_and_the_rest_is_indexed(docs: Path) -> None:
@@ -160,7 +160,7 @@ def test_a_name_that_is_not_utf8_is_skipped_shown_by_its_bytes_and_the_rest_is_i
         "caf\\xe9.md": "its name is not valid UTF-8 (a drive in another encoding?): rename it to index it"
     }
     assert sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
-    assert eng.indexer.skipped() == report.skipped
+    assert eng.indexer.survey()[0] == report.skipped
 
 
 def test_a_title_from_a_name_with_a_newline_is_one_line(docs: Path) -> None:
@@ -203,7 +203,7 @@ def test_fifos_sockets_and_a_folder_linked_from_outside_are_skipped_never_opened
     assert report.skipped["notes.txt"].startswith("a socket, not a regular file")
     assert report.failed == {} and sorted(report.indexed) == ["expenses.md", "on-call.md", "time-off.txt"]
     assert all("forty million" not in c.content for c in eng.searcher().snapshot.chunks)
-    assert eng.indexer.skipped() == report.skipped  # `footnote status` lists them too
+    assert eng.indexer.survey()[0] == report.skipped  # `footnote status` lists them too
 
 
 def test_a_file_swapped_for_a_fifo_after_the_walk_is_not_waited_on(docs: Path) -> None:
