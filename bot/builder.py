@@ -592,10 +592,11 @@ class Builder:
             host, port or s.http_port, token, journal_max_age_s=s.journal_max_age_s, shutdown_grace_s=s.shutdown_grace_s
         )
 
-    def view(self, path: str, query: dict[str, str]) -> tuple[int, str]:
+    def view(self, path: str, query: dict[str, str], lang: str | None = None) -> tuple[int, str]:
         """The citation viewer's page (``GET /view/<path>``) for a document of the index's folder."""
         extract = self.extraction.extract
-        return render_view(self.docs_folder(), path, query, extract, self.settings.ocr, verify=self.links.verify)
+        folder = self.docs_folder()
+        return render_view(folder, path, query, extract, self.settings.ocr, verify=self.links.verify, lang=lang)
 
     def _prepare_to_answer(self) -> None:
         self.answers  # noqa: B018  # builds the engine (the embedder, the reranker) and the answer service

@@ -47,6 +47,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from bot.i18n import accepted
 from retrieval.errors import ConfigError
 
 log = logging.getLogger("footnote.http")
@@ -54,7 +55,7 @@ log = logging.getLogger("footnote.http")
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text exposition
 BACKLOG = 2048
 
-View = Callable[[str, dict[str, str]], tuple[int, str]]
+View = Callable[[str, dict[str, str], str | None], tuple[int, str]]  # (path, query, language) -> (status, page)
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,8 @@ def make_app(
             # The path as sent (still percent-encoded): the viewer decodes it once, and checks its signature.
             raw = bytes(request.scope.get("raw_path") or b"").decode("latin-1").removeprefix("/view/")
             query = {k: v[0] for k, v in parse_qs(request.scope["query_string"].decode("latin-1")).items()}
-            status, page = await run_in_threadpool(show, raw, query)
+            lang = accepted(request.headers.get("accept-language"))  # the reader's browser's language
+            status, page = await run_in_threadpool(show, raw, query, lang)
             return Response(page, status, media_type="text/html; charset=utf-8")
 
         routes.append(Route("/view/{path:path}", view_page, methods=["GET"]))

@@ -44,6 +44,27 @@ def say_n(language: str | None, one: str, many: str, n: int, **values: object) -
     return say(language, one if n == 1 else many, n=n, **values)
 
 
+SPOKEN = ("en", "da")  # the languages Footnote speaks
+
+
+def accepted(header: str | None) -> str | None:
+    """The language Footnote speaks that a browser's ``Accept-Language`` prefers ("da-DK,da;q=0.9,
+    en;q=0.8" → "da"); None when it names neither."""
+    ranked: list[tuple[float, int, str]] = []
+    for i, part in enumerate((header or "").split(",")):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        base = tag.strip().lower().split("-")[0]
+        if base in SPOKEN and q > 0:
+            ranked.append((-q, i, base))
+    return min(ranked)[2] if ranked else None
+
+
 def compile_catalogues() -> list[Path]:
     """Compile every ``.po`` under ``LOCALES`` to its ``.mo`` (what ships); the paths written."""
     from babel.messages.mofile import write_mo

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
+from bot.i18n import N_, say
 from retrieval.answer import VerifyLink, text_digest
 from retrieval.errors import ExtractionError
 from retrieval.ingest import Extractor, extractor_for
@@ -24,7 +25,7 @@ from retrieval.types import Document
 Extract = Callable[[Extractor, str, bytes], Document]
 
 _PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title} · Footnote</title>
+<html lang="{lang}"><head><meta charset="utf-8"><title>{title} · Footnote</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body {{ font: 16px/1.55 system-ui, sans-serif; margin: 0; background: #fafafa; color: #1d1d1f; }}
@@ -42,21 +43,25 @@ mark {{ background: #ffe066; padding: .1em 0; border-radius: 2px; box-shadow: 0 
 
 
 _REFUSED = {
-    "unsigned": "This link carries no signature. Footnote's viewer only opens the links in its answers.",
-    "tampered": "This link was changed after Footnote made it, so it cannot be opened.",
-    "expired": "This link has expired. Ask Footnote again in Slack for a fresh one.",
+    "unsigned": N_("This link carries no signature. Footnote's viewer only opens the links in its answers."),
+    "tampered": N_("This link was changed after Footnote made it, so it cannot be opened."),
+    "expired": N_("This link has expired. Ask Footnote again in Slack for a fresh one."),
 }
-
-
-_MOVED = (
-    '<p class="moved">This document has changed since Footnote cited it: characters {a}–{b} no longer '
-    "hold the words cited. The document as it is now is below; ask Footnote again for a fresh link.</p>"
+CANNOT_OPEN = N_("This link cannot be opened.")
+LINK_NOT_VALID = N_("Link not valid")
+NOT_FOUND = N_("No such document in the docs folder.")
+UNSUPPORTED = N_("Footnote cannot show this file type.")
+UNREADABLE = N_("This document cannot be read: {why}")
+WHERE = N_("characters {a}–{b}")
+MOVED = N_(
+    "This document has changed since Footnote cited it: characters {a}–{b} no longer hold the words cited. "
+    "The document as it is now is below; ask Footnote again for a fresh link."
 )
 
 
-def _forbidden(reason: str) -> str:
-    why = _REFUSED.get(reason, "This link cannot be opened.")
-    return f"<!doctype html><title>Link not valid · Footnote</title><p>{html.escape(why)}</p>"
+def _message(status: int, title: str, text: str, lang: str | None) -> tuple[int, str]:
+    page = f'<!doctype html><html lang="{lang or "en"}"><title>{html.escape(title)} · Footnote</title>'
+    return status, f"{page}<p>{html.escape(text)}</p></html>"
 
 
 def safe_path(docs_dir: Path, raw: str) -> Path | None:
@@ -91,27 +96,30 @@ def render_view(
     ocr: bool = False,
     *,
     verify: VerifyLink,
+    lang: str | None = None,
 ) -> tuple[int, str]:
-    """(HTTP status, HTML page). The signature is checked before the path is even looked up,
-    so an unsigned request learns nothing, not even whether a file exists."""
+    """(HTTP status, HTML page) in ``lang`` (English when None). The signature is checked
+    before the path is even looked up, so an unsigned request learns nothing, not even
+    whether a file exists."""
     ok, reason = verify(unquote(raw_path), query)
     if not ok:
-        return 403, _forbidden(reason)
+        return _message(403, say(lang, LINK_NOT_VALID), say(lang, _REFUSED.get(reason, CANNOT_OPEN)), lang)
     target = safe_path(docs_dir, raw_path)
     if target is None:
-        return 404, "<!doctype html><title>Not found</title><p>No such document in the docs folder.</p>"
+        return _message(404, "404", say(lang, NOT_FOUND), lang)
     rel = target.relative_to(docs_dir.resolve()).as_posix()
     ex = extractor_for(rel, ocr)
     if ex is None:
-        return 415, "<!doctype html><title>Unsupported</title><p>Footnote cannot show this file type.</p>"
+        return _message(415, "415", say(lang, UNSUPPORTED), lang)
     try:
         doc = extract(ex, rel, target.read_bytes())
     except (ExtractionError, OSError) as exc:
-        return 422, f"<!doctype html><title>Unreadable</title><p>{html.escape(str(exc))}</p>"
+        return _message(422, "422", say(lang, UNREADABLE, why=exc), lang)
     span = _span(query, len(doc.text))
     moved = ""
     if "h" in query and (span is None or text_digest(doc.text[span[0] : span[1]]) != query["h"]):
-        moved = _MOVED.format(a=html.escape(query.get("from", "")), b=html.escape(query.get("to", "")))
+        said = say(lang, MOVED, a=query.get("from", ""), b=query.get("to", ""))
+        moved = f'<p class="moved">{html.escape(said)}</p>'
         span = None
     if span:
         a, b = span
@@ -124,6 +132,8 @@ def render_view(
         )
     else:
         body = html.escape(doc.text)
-    where = f" · characters {span[0]}–{span[1]}" if span else ""
-    page = _PAGE.format(title=html.escape(doc.title), path=html.escape(rel), where=where, moved=moved, body=body)
+    where = f" · {html.escape(say(lang, WHERE, a=span[0], b=span[1]))}" if span else ""
+    page = _PAGE.format(
+        lang=lang or "en", title=html.escape(doc.title), path=html.escape(rel), where=where, moved=moved, body=body
+    )
     return 200, page

@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from bot.http_server import make_server
+from bot.i18n import accepted
 from bot.viewer import render_view, safe_path
 from retrieval.answer.citations import Linker, make_citations
 from retrieval.answer.links import LinkSigner, text_digest
@@ -120,8 +121,8 @@ def test_only_signed_unexpired_links_to_files_inside_the_docs_folder_open(docs: 
     signer = LinkSigner(b"viewer-test-secret-0123456789abc", 30 * DAY, clock)
     run = ExtractionRunner().extract
 
-    def view(path: str, query: dict[str, str]) -> tuple[int, str]:
-        return render_view(docs, path, query, run, verify=signer.verify)
+    def view(path: str, query: dict[str, str], lang: str | None = None) -> tuple[int, str]:
+        return render_view(docs, path, query, run, verify=signer.verify, lang=lang)
 
     good = _q(signer.sign("on-call.md", 0, 20))
     status, page = view("on-call.md", good)
@@ -147,6 +148,39 @@ def test_only_signed_unexpired_links_to_files_inside_the_docs_folder_open(docs: 
     assert status == 403 and "expired" in page
 
 
+def test_the_viewer_speaks_the_language_the_readers_browser_asks_for(docs: Path, signer: LinkSigner) -> None:
+    run = ExtractionRunner().extract
+
+    def view(path: str, query: dict[str, str], lang: str | None = None) -> tuple[int, str]:
+        return render_view(docs, path, query, run, verify=signer.verify, lang=lang)
+
+    def get(url: str, accept: str) -> tuple[int, str]:
+        req = urllib.request.Request(url, headers={"Accept-Language": accept})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    good = signer.sign("on-call.md", 0, 20, text_digest((docs / "on-call.md").read_text()[:20]))
+    with make_server(("127.0.0.1", 0), lambda: {"ok": True}, view) as server:
+        status, page = get(f"{server.url}/view/on-call.md?{good}", "da-DK,da;q=0.9,en;q=0.8")
+        assert status == 200 and '<html lang="da">' in page and "tegn 0–20" in page
+        assert get(f"{server.url}/view/on-call.md?{good}", "en-GB,da;q=0.5")[1].count("characters 0–20") == 1
+        status, page = get(f"{server.url}/view/on-call.md", "da")
+        assert status == 403 and "ingen signatur" in page and "signature" not in page
+        status, page = get(f"{server.url}/view/on-call.md?{good}".replace("to=20", "to=21"), "fr, de;q=0.7")
+        assert status == 403 and "This link was changed" in page  # a language Footnote does not speak: English
+
+
+def test_accept_language_picks_the_preferred_language_footnote_speaks() -> None:
+    assert accepted("da-DK,da;q=0.9,en;q=0.8") == "da"
+    assert accepted("en-US,en;q=0.9,da;q=0.8") == "en"
+    assert accepted("de-DE,da;q=0.5,en;q=0.3") == "da"
+    assert accepted("fr") is None and accepted("") is None and accepted(None) is None
+    assert accepted("da;q=0, en;q=0.1") == "en" and accepted("da;q=abc,en") == "en"
+
+
 class _CitesFirstSource:
     """A stand-in model that cites source 1 (the scoping is what is under test, not the model)."""
 
@@ -169,8 +203,8 @@ def scoped_server(
     eng.sync()
     run = eng.indexer.runner.extract
 
-    def view(path: str, query: dict[str, str]) -> tuple[int, str]:
-        return render_view(docs, path, query, run, verify=signer.verify)
+    def view(path: str, query: dict[str, str], lang: str | None = None) -> tuple[int, str]:
+        return render_view(docs, path, query, run, verify=signer.verify, lang=lang)
 
     with make_server(("127.0.0.1", 0), lambda: {"ok": True}, view) as server:
         yield eng, server.url
@@ -218,8 +252,8 @@ def long_engine(embedder, tmp_path: Path) -> Engine:  # type: ignore[no-untyped-
 def viewer_server(long_engine: Engine, signer: LinkSigner) -> Iterator[str]:
     docs, run = long_engine.cfg.docs_dir, long_engine.indexer.runner.extract
 
-    def view(path: str, query: dict[str, str]) -> tuple[int, str]:
-        return render_view(docs, path, query, run, verify=signer.verify)
+    def view(path: str, query: dict[str, str], lang: str | None = None) -> tuple[int, str]:
+        return render_view(docs, path, query, run, verify=signer.verify, lang=lang)
 
     with make_server(("127.0.0.1", 0), lambda: {"ok": True}, view) as server:
         yield server.url
