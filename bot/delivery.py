@@ -100,6 +100,13 @@ class Delivery:
     def notice(self, channel: str, thread_ts: str, text: str) -> None:
         self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
 
+    def react(self, channel: str, ts: str, name: str) -> None:
+        """A reaction on a message (a thank-you's 👍); a failed one is only logged."""
+        try:
+            self.client.reactions_add(channel=channel, timestamp=ts, name=name)
+        except Exception:
+            log.warning("could not react to %s in %s", ts, channel, exc_info=True)
+
     def placeholder(self, q: Question, text: str) -> str:
         """Post the message the answer will replace; its ts."""
         posted = self.client.chat_postMessage(channel=q.channel, thread_ts=q.thread_ts, text=text)

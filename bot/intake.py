@@ -43,6 +43,77 @@ log = logging.getLogger("footnote.slack")
 NOT_HERE = N_("Footnote is not enabled in this channel. Ask in another channel or in a direct message.")
 EMPTY = N_("Ask me a question about the docs.")
 _WORDS = re.compile(r"[^\W_]")  # a letter or digit: emoji or punctuation alone is no question
+# A thank-you or an "ok" under an answer, in English or Danish: every word of the message is one
+# of these (and it asks nothing), so it gets a 👍 reaction instead of "I couldn't find this".
+_THANKS_WORDS = frozenset(
+    [
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "alright",
+        "thanks",
+        "thank",
+        "thx",
+        "ty",
+        "tyvm",
+        "you",
+        "so",
+        "much",
+        "very",
+        "a",
+        "lot",
+        "lots",
+        "cheers",
+        "great",
+        "perfect",
+        "cool",
+        "nice",
+        "awesome",
+        "excellent",
+        "brilliant",
+        "lovely",
+        "helpful",
+        "super",
+        "got",
+        "it",
+        "that",
+        "that's",
+        "thats",
+        "is",
+        "was",
+        "makes",
+        "sense",
+        "sounds",
+        "good",
+        "noted",
+        "appreciated",
+        "works",
+        "all",
+        "clear",
+        "tak",
+        "mange",
+        "tusind",
+        "skal",
+        "du",
+        "have",
+        "fint",
+        "perfekt",
+        "fedt",
+        "godt",
+        "forstået",
+        "det",
+        "var",
+        "den",
+        "er",
+        "klar",
+        "modtaget",
+        "hjælpen",
+    ]
+)
+_ACK_WORDS = frozenset(["ok", "okay", "thanks", "thank", "thx", "ty", "tyvm", "cheers", "great", "perfect", "cool", "nice", "awesome", "got", "noted", "tak", "fint", "perfekt", "fedt", "forstået", "super"])  # fmt: skip
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+THANKS_REACTION = "+1"
 
 
 class Answers(Protocol):
@@ -61,6 +132,14 @@ class Answers(Protocol):
         ...
 
     def forget(self, pair_id: str) -> bool: ...
+
+
+def thanks(text: str) -> bool:
+    """Whether ``text`` only thanks or acknowledges ("thanks!", "ok, thank you", "mange tak 👍")."""
+    if "?" in text:
+        return False
+    words = [w.lower() for w in _WORD.findall(text)]
+    return 0 < len(words) <= 8 and set(words) <= _THANKS_WORDS and not _ACK_WORDS.isdisjoint(words)
 
 
 class Intake:
@@ -117,6 +196,9 @@ class Intake:
             return
         if not _WORDS.search(q.text):  # nothing asked (or emoji only): nothing journaled
             self.delivery.notice(q.channel, q.thread_ts, say(q.language, EMPTY))
+            return
+        if thanks(q.text):  # nothing asked: a reaction says it was seen, and it is no gap in the docs
+            self.delivery.react(q.channel, q.ts, THANKS_REACTION)
             return
         q = replace(q, folders=scope.folders)
         job = self._record(q)

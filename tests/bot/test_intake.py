@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from bot.delivery import RESTARTING
+from bot.intake import thanks
 from retrieval.models.llm import Message, OnToken
 from testkit.slack import FakeSlack
 from tests.bot import test_slack_app
@@ -60,3 +61,18 @@ def test_a_question_arriving_while_closing_is_journaled_for_the_next_start(harne
     (left,) = h.bot.journal.unfinished()
     assert left.question.ts == "51.1" and left.placeholder_ts == placeholder["_ts"]
     assert h.bot.intake.pending == 0 and model.prompts == []
+
+
+def test_a_thank_you_is_told_from_a_question() -> None:
+    for said in ("thanks!", "Thank you so much", "ok", "great, thanks", "mange tak", "Tak skal du have!", "got it"):
+        assert thanks(said), said
+    for asked in (
+        "ok so how many days?",
+        "thanks, and for SEV2?",
+        "is the SEV1 page ok",
+        "it",
+        "you",
+        "",
+        "thanks " * 9,
+    ):
+        assert not thanks(asked), asked

@@ -402,6 +402,26 @@ def test_a_message_with_a_file_or_sent_to_the_channel_too_is_answered_and_an_edi
     assert len(_not_sentinel(h.finals())) == 3
 
 
+def test_a_thank_you_gets_a_reaction_not_a_refusal(harness_factory: Any, tmp_path: Path) -> None:
+    """ "thanks!" under an answer was asked as a question: "I couldn't find this in the docs",
+    in the channel, and a gap in the team's report of what the docs don't answer."""
+    gaps = GapRecord(tmp_path / "gaps.sqlite3")
+    h = harness_factory(Scripted(), gaps=gaps)
+    h.mention(ANSWERABLE, ts="330.1")
+    h.finals(expect=1)
+    for i, text in enumerate(("thanks! :pray:", "ok, thank you", "Perfekt, mange tak 👍", "got it, cheers")):
+        h.follow_up(text, ts=f"330.{i + 2}", thread_ts="330.1")
+    h.follow_up("thanks, and within 30 minutes?", ts="330.9", thread_ts="330.1")  # a question after all
+    h.settle()
+    assert len(_not_sentinel(h.finals())) == 2
+    assert h.slack.wait_for(lambda s: len(s.of("reactions.add")) >= 4, 30)  # reacted in the handler, after its ack
+    assert sorted((r["timestamp"], r["name"]) for r in h.slack.of("reactions.add")) == [
+        (f"330.{i}", "+1") for i in range(2, 6)
+    ]
+    asked = [a.question for a in gaps.asked()]
+    assert "thanks, and within 30 minutes?" in asked and not [q for q in asked if "thank you" in q or "tak" in q]
+
+
 def test_direct_message_and_follow_up_in_a_thread_use_context(harness_factory: Any) -> None:
     model = Scripted()
     h = harness_factory(model)
