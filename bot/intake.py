@@ -87,6 +87,11 @@ _THANKS_WORDS = frozenset(
         "sounds",
         "good",
         "noted",
+        "good",
+        "to",
+        "know",
+        "understood",
+        "helps",
         "appreciated",
         "works",
         "all",
@@ -111,7 +116,7 @@ _THANKS_WORDS = frozenset(
         "hjælpen",
     ]
 )
-_ACK_WORDS = frozenset(["ok", "okay", "thanks", "thank", "thx", "ty", "tyvm", "cheers", "great", "perfect", "cool", "nice", "awesome", "got", "noted", "tak", "fint", "perfekt", "fedt", "forstået", "super"])  # fmt: skip
+_ACK_WORDS = frozenset(["ok", "okay", "thanks", "thank", "thx", "ty", "tyvm", "cheers", "great", "perfect", "cool", "nice", "awesome", "got", "noted", "tak", "fint", "perfekt", "fedt", "forstået", "super", "good", "godt", "understood"])  # fmt: skip
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 THANKS_REACTION = "+1"
 

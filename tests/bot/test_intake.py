@@ -64,7 +64,8 @@ def test_a_question_arriving_while_closing_is_journaled_for_the_next_start(harne
 
 
 def test_a_thank_you_is_told_from_a_question() -> None:
-    for said in ("thanks!", "Thank you so much", "ok", "great, thanks", "mange tak", "Tak skal du have!", "got it"):
+    said_only = ("thanks!", "Thank you so much", "ok", "great, thanks", "mange tak", "Tak skal du have!", "got it")
+    for said in (*said_only, "good to know", "det er godt", "understood"):
         assert thanks(said), said
     for asked in (
         "ok so how many days?",
@@ -74,5 +75,7 @@ def test_a_thank_you_is_told_from_a_question() -> None:
         "you",
         "",
         "thanks " * 9,
+        "good to know the limit",
+        "ok thanks how about SEV2",
     ):
         assert not thanks(asked), asked
