@@ -45,78 +45,19 @@ EMPTY = N_("Ask me a question about the docs.")
 _WORDS = re.compile(r"[^\W_]")  # a letter or digit: emoji or punctuation alone is no question
 # A thank-you or an "ok" under an answer, in English or Danish: every word of the message is one
 # of these (and it asks nothing), so it gets a 👍 reaction instead of "I couldn't find this".
-_THANKS_WORDS = frozenset(
-    [
-        "ok",
-        "okay",
-        "k",
-        "kk",
-        "alright",
-        "thanks",
-        "thank",
-        "thx",
-        "ty",
-        "tyvm",
-        "you",
-        "so",
-        "much",
-        "very",
-        "a",
-        "lot",
-        "lots",
-        "cheers",
-        "great",
-        "perfect",
-        "cool",
-        "nice",
-        "awesome",
-        "excellent",
-        "brilliant",
-        "lovely",
-        "helpful",
-        "super",
-        "got",
-        "it",
-        "that",
-        "that's",
-        "thats",
-        "is",
-        "was",
-        "makes",
-        "sense",
-        "sounds",
-        "good",
-        "noted",
-        "good",
-        "to",
-        "know",
-        "understood",
-        "helps",
-        "appreciated",
-        "works",
-        "all",
-        "clear",
-        "tak",
-        "mange",
-        "tusind",
-        "skal",
-        "du",
-        "have",
-        "fint",
-        "perfekt",
-        "fedt",
-        "godt",
-        "forstået",
-        "det",
-        "var",
-        "den",
-        "er",
-        "klar",
-        "modtaget",
-        "hjælpen",
-    ]
-)
-_ACK_WORDS = frozenset(["ok", "okay", "thanks", "thank", "thx", "ty", "tyvm", "cheers", "great", "perfect", "cool", "nice", "awesome", "got", "noted", "tak", "fint", "perfekt", "fedt", "forstået", "super", "good", "godt", "understood"])  # fmt: skip
+# fmt: off
+_ACK_WORDS = frozenset({
+    "ok", "okay", "thanks", "thank", "thx", "ty", "tyvm", "cheers", "great", "perfect", "cool",
+    "nice", "awesome", "got", "noted", "good", "understood", "super", "tak", "fint", "perfekt",
+    "fedt", "forstået", "godt",
+})
+_THANKS_WORDS = _ACK_WORDS | {  # the words that may stand beside them
+    "k", "kk", "alright", "you", "so", "much", "very", "a", "lot", "lots", "excellent",
+    "brilliant", "lovely", "helpful", "it", "that", "that's", "thats", "is", "was", "makes",
+    "sense", "sounds", "to", "know", "helps", "appreciated", "works", "all", "clear", "mange",
+    "tusind", "skal", "du", "have", "det", "var", "den", "er", "klar", "modtaget", "hjælpen",
+}
+# fmt: on
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 THANKS_REACTION = "+1"
 
