@@ -248,8 +248,9 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
     than the current settings are shown as stale (nothing is written: the next
     sync marks and rebuilds them). Files the sync skips are listed with the reason, so
     are files the index does not hold yet (a sync that stopped halfway, or a new file
-    before the next one) and indexed files no longer in the folder; and each `footnote serve` on this data dir with its phase (starting, loading,
-    syncing with counts, ready, model unavailable, failed).
+    before the next one) and indexed files no longer in the folder; and each `footnote
+    serve` on this data dir with its phase (starting, loading, syncing with counts,
+    ready, model unavailable, failed).
     """
     from retrieval.models import measurements
 
@@ -287,7 +288,7 @@ def status(settings: Settings, as_json: bool, calibrate: bool) -> None:
             "gone": gone,
             "flagged": [{"path": f.path, "start": f.start, "end": f.end, "text": f.text} for f in planted],
             "gate": gate_json(rt, calibrate, click.echo),
-            "docs_folder": engine.manifest.docs_folder(),
+            "docs_folder": built_from,
             "languages": engine.manifest.languages(),
             "passages_by_language": engine.manifest.passages_by_language(),
             "main_language": main_of(rt.drive_languages()),

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from babel.support import NullTranslations, Translations
 
+from retrieval.models import SUPPORTED
+
 DOMAIN = "footnote"
 LOCALES = Path(__file__).resolve().parent / "locale"
 ENGLISH = "en"
@@ -44,9 +46,6 @@ def say_n(language: str | None, one: str, many: str, n: int, **values: object) -
     return say(language, one if n == 1 else many, n=n, **values)
 
 
-SPOKEN = ("en", "da")  # the languages Footnote speaks
-
-
 def accepted(header: str | None) -> str | None:
     """The language Footnote speaks that a browser's ``Accept-Language`` prefers ("da-DK,da;q=0.9,
     en;q=0.8" → "da"); None when it names neither."""
@@ -60,7 +59,7 @@ def accepted(header: str | None) -> str | None:
             except ValueError:
                 q = 0.0
         base = tag.strip().lower().split("-")[0]
-        if base in SPOKEN and q > 0:
+        if base in SUPPORTED and q > 0:
             ranked.append((-q, i, base))
     return min(ranked)[2] if ranked else None
 

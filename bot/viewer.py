@@ -5,8 +5,9 @@ Citation links point here when no drive URL is configured (``FOOTNOTE_PUBLIC_URL
 A link opens only if it is signed (:mod:`retrieval.answer.links`): unsigned, edited or expired
 links get 403, so the viewer shows only what an answer cited, to the channel it was
 cited in. When the document has changed since and the range no longer holds the words
-cited, nothing is marked: the page says so, above the document as it is now. Only files inside the docs folder are served: ``..``, absolute paths and
-symlinks that leave the folder are refused.
+cited, nothing is marked: the page says so, above the document as it is now. Only files
+inside the docs folder are served: ``..``, absolute paths and symlinks that leave the
+folder are refused.
 """
 
 from __future__ import annotations
