@@ -6,13 +6,15 @@
 unit vector (bookkeeping, not relevance); ``CountingEmbedder`` wraps any embedder
 and counts the texts it was asked to embed. ``memory_engine`` wires them into a
 real :class:`~retrieval.search.engine.Engine`. ``ScriptedModel`` stands in for a language
-model; ``CrashingLoad`` for a llama.cpp whose kernels fault on some forms; ``ToyVocabulary`` for a model's token table under constrained decoding. The
+model; ``CrashingLoad`` for a llama.cpp whose kernels fault on some forms; ``ToyVocabulary`` for a model's token table under constrained decoding;
+``FakeModelServer`` for an OpenAI-compatible model server. The
 Slack fakes live with the Slack tests.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections import Counter
@@ -411,3 +413,90 @@ class CrashingLoad:
 def write_conversion(src: Path, dst: Path, weights: str) -> None:
     """A stand-in for ``convert_gguf`` that writes a marker file (picklable: module-level)."""
     dst.write_bytes(b"GGUF " + weights.encode())
+
+
+class FakeModelServer:
+    """An OpenAI-compatible chat server on 127.0.0.1 (port 0), for the client's logic: its
+    URLs, retries, streams and errors. It answers ``answer``, streamed word by word when
+    asked to stream (unless ``streams`` is off). ``fail_next`` requests get a 500 first;
+    a request with a grammar gets a 400 while ``reject_grammar`` is set; ``refuse`` is a
+    400 message for every request; ``stream_ends`` cuts a stream after that many words,
+    without its end marker; ``stream_error`` sends an error event after the first word."""
+
+    def __init__(self, answer: str = "It is 5 minutes [1].") -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.answer = answer
+        self.paths: list[str] = []
+        self.bodies: list[dict[str, Any]] = []
+        self.fail_next = 0
+        self.reject_grammar = False
+        self.refuse: str | None = None
+        self.streams = True
+        self.stream_ends: int | None = None
+        self.stream_error: str | None = None
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                outer.paths.append(self.path)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.bodies.append(body)
+                if outer.reject_grammar and "grammar" in body:
+                    self._send(400, {"error": {"message": "unknown field: grammar"}})
+                elif outer.fail_next > 0:
+                    outer.fail_next -= 1
+                    self._send(500, {"error": "busy"})
+                elif self.path != "/v1/chat/completions":
+                    self._send(404, {"error": "no such route"})
+                elif outer.refuse is not None and not (body.get("stream") and outer.stream_ends is not None):
+                    self._send(400, {"error": {"message": outer.refuse, "code": "context_length_exceeded"}})
+                elif body.get("stream") and outer.streams:
+                    self._stream()
+                else:
+                    self._send(200, {"choices": [{"message": {"content": outer.answer}}]})
+
+            def do_GET(self) -> None:
+                outer.paths.append(self.path)
+                self._send(200 if self.path == "/v1/models" else 404, {"data": []})
+
+            def _stream(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                words = outer.answer.split(" ")
+                self._event({"choices": [{"delta": {"role": "assistant"}}]})
+                for i, word in enumerate(words):
+                    if outer.stream_ends is not None and i >= outer.stream_ends:
+                        return  # the connection closes without the end marker
+                    self._event({"choices": [{"delta": {"content": word if i == 0 else " " + word}}]})
+                    if outer.stream_error is not None:
+                        self._event({"error": {"message": outer.stream_error}})
+                        return
+                self._event({"choices": [{"delta": {}, "finish_reason": "stop"}]})
+                self.wfile.write(b"data: [DONE]\n\n")
+
+            def _event(self, event: dict[str, Any]) -> None:
+                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                self.wfile.flush()
+
+            def _send(self, code: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

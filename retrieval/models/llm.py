@@ -14,10 +14,12 @@ constrained greedy decoding: the highest-scoring token whose bytes the automaton
 accepts, found by checking candidates best first, which picks exactly the token
 llama.cpp's grammar sampler would, without running a grammar over all 151k
 vocabulary entries at every step (measured: ~50 ms per token on 2 cores). llama.cpp's
-servers take the GBNF text; a server that rejects it is asked again without, and says
-so through ``supports_grammar``, so the answer is marked as unconstrained instead
-of pretending. Every call has one deadline: a slow or dead model gives a clear
-:class:`ModelError` within it, and a 4xx answer is never retried.
+servers take the GBNF text; a server that rejects it, and accepts the request without
+it, says so through ``supports_grammar``, so the answer is marked as unconstrained
+instead of pretending. A server's answer is streamed like an in-process one, and cut
+the same way when it loops. Every call has one deadline: a slow or dead model gives a
+clear :class:`ModelError` within it, with the server's own reason where it gives one,
+and a 4xx answer is never retried.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import http.client
 import json
 import logging
 import os
@@ -440,29 +443,40 @@ class OpenAICompatibleModel:
             "temperature": 0.0,
             "top_k": 1,
             "max_tokens": max_tokens,
+            # Streamed, as in-process: the person sees the answer grow, and a loop or the
+            # deadline ends it where it stands instead of after max_tokens.
+            "stream": True,
         }
         if grammar and self.supports_grammar:
             body["grammar"] = gbnf_of(grammar)
         end = time.monotonic() + (deadline_s or self.deadline_s)
         try:
-            data = self._post(body, end)
+            return self._ask(body, end, on_token)
+        except _Unfinished:
+            # llama_cpp.server reports a failure inside a stream (a prompt longer than its
+            # context) by ending the stream; asked once more unstreamed, it says why.
+            return self._ask({**body, "stream": False}, end, on_token)
+
+    def _ask(self, body: dict[str, Any], end: float, on_token: OnToken | None) -> str:
+        try:
+            return self._read(self._open(body, end), end, on_token)
         except _Rejected as exc:
             if "grammar" not in body:
                 raise ModelError(f"the model server at {self.url} refused the request: {exc}") from exc
-            # An OpenAI-compatible server without grammar support: ask again, and say so.
-            self.supports_grammar = False
-            body.pop("grammar")
-            data = self._post(body, end)
+        # Asked again without the grammar: only if the server then accepts is the grammar
+        # what it refused. A request it refuses either way (a prompt longer than its
+        # context) must not turn the grammar off for every later answer.
+        body = {key: value for key, value in body.items() if key != "grammar"}
         try:
-            text = str(data["choices"][0]["message"]["content"] or "")
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ModelError(f"the model server at {self.url} sent an answer Footnote cannot read") from exc
-        if on_token:
-            on_token(text)
-        return text
+            response = self._open(body, end)
+        except _Rejected as exc:
+            raise ModelError(f"the model server at {self.url} refused the request: {exc}") from exc
+        self.supports_grammar = False
+        return self._read(response, end, on_token)
 
-    def _post(self, body: dict[str, Any], end: float) -> Any:
-        """POST with retries on connection errors and 5xx while the deadline allows; 4xx raise at once."""
+    def _open(self, body: dict[str, Any], end: float) -> Any:
+        """POST with retries on connection errors and 5xx while the deadline allows; 4xx raise
+        at once. Returns the open response."""
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             left = end - time.monotonic()
@@ -472,13 +486,12 @@ class OpenAICompatibleModel:
                 self.endpoint, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
             )
             try:
-                with urllib.request.urlopen(req, timeout=min(self.timeout_s, left)) as resp:
-                    return json.loads(resp.read())
+                return urllib.request.urlopen(req, timeout=min(self.timeout_s, left))
             except urllib.error.HTTPError as exc:
                 if 400 <= exc.code < 500:
                     raise _Rejected(f"HTTP {exc.code}: {_error_text(exc)}") from exc
                 last = exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError, ValueError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
                 last = exc
             pause = min(2.0, 0.25 * 2**attempt, max(0.0, end - time.monotonic()))
             if attempt < self.retries and pause > 0:
@@ -487,6 +500,53 @@ class OpenAICompatibleModel:
             f"the model is not reachable: the server at {self.url} did not answer in time ({last}); "
             "answers resume when it is back"
         )
+
+    def _read(self, response: Any, end: float, on_token: OnToken | None) -> str:
+        """The answer's text: read as a stream of server-sent events, or whole from a server
+        that answers a streamed request with one JSON body."""
+        try:
+            with response:
+                if "text/event-stream" not in str(response.headers.get("Content-Type", "")):
+                    text = _content(json.loads(response.read()), "message")
+                    if text is None:
+                        raise ModelError(f"the model server at {self.url} sent an answer Footnote cannot read")
+                    if on_token and text:
+                        on_token(text)
+                    return text
+                return self._events(response, end, on_token)
+        except (ModelError, _Unfinished):
+            raise
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            raise ModelError(f"the model server at {self.url} stopped while answering ({exc})") from exc
+
+    def _events(self, response: Any, end: float, on_token: OnToken | None) -> str:
+        parts: list[str] = []
+        tail = ""
+        for raw in response:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data:"):
+                continue  # blank separators, comments, event names
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            event = json.loads(data)
+            if isinstance(event, dict) and event.get("error"):
+                raise ModelError(f"the model server at {self.url} failed while answering: {_message(event)}")
+            piece = _content(event, "delta")  # None: an event without text (a usage report)
+            if piece:
+                parts.append(piece)
+                if on_token:
+                    on_token(piece)
+                tail = (tail + piece)[-LOOP_CHARS:]
+                if looping(tail):
+                    break  # closing the response stops the server's work on it too
+            if time.monotonic() > end:
+                raise ModelError(f"the model server at {self.url} did not finish within the answer's deadline")
+        else:
+            if not parts:
+                raise _Unfinished
+            raise ModelError(f"the model server at {self.url} stopped in the middle of its answer")
+        return "".join(parts)
 
     def reachable(self, timeout_s: float = 2.0) -> bool:
         """Whether the server answers its model list (for health checks)."""
@@ -501,11 +561,37 @@ class _Rejected(Exception):
     """The server answered 4xx: asking again will not help."""
 
 
+class _Unfinished(Exception):
+    """A stream that ended before its first word without saying why."""
+
+
 def _error_text(exc: urllib.error.HTTPError) -> str:
+    """What the server said: its JSON error's message where it sent one."""
     try:
-        return exc.read().decode("utf-8", "replace")[:300]
+        raw = exc.read().decode("utf-8", "replace")
     except OSError:
         return str(exc.reason)
+    try:
+        return _message(json.loads(raw))[:300]
+    except ValueError:
+        return raw[:300]
+
+
+def _message(body: Any) -> str:
+    """The message of an OpenAI-style error body ({"error": {"message": …}}, or "error": "…")."""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        error = error.get("message") or error.get("detail") or error
+    return str(error)
+
+
+def _content(body: Any, key: str) -> str | None:
+    """A chat completion's text: ``choices[0][key]["content"]`` (key "message", or "delta" in a
+    stream); None when the body has no such shape."""
+    try:
+        return str(body["choices"][0][key].get("content") or "")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
 
 
 LOOP_CHARS = 32  # see looping

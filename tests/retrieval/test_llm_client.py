@@ -1,67 +1,14 @@
-"""The model-server client's URL handling and retries, against a tiny local HTTP server (no model)."""
+"""The model-server client's URLs, retries, streams and errors, against a tiny local HTTP server (no model)."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from retrieval.errors import ModelError
-from retrieval.models.llm import OpenAICompatibleModel
-
-
-class FakeModelServer:
-    """Answers /v1/chat/completions and /v1/models; ``fail_next`` requests get a 500 first,
-    and requests with a grammar get a 400 while ``reject_grammar`` is set."""
-
-    def __init__(self) -> None:
-        self.paths: list[str] = []
-        self.bodies: list[dict[str, object]] = []
-        self.fail_next = 0
-        self.reject_grammar = False
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                outer.paths.append(self.path)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.bodies.append(body)
-                if outer.reject_grammar and "grammar" in body:
-                    self._send(400, {"error": "unknown field: grammar"})
-                elif outer.fail_next > 0:
-                    outer.fail_next -= 1
-                    self._send(500, {"error": "busy"})
-                elif self.path == "/v1/chat/completions":
-                    self._send(200, {"choices": [{"message": {"content": "It is 5 minutes [1]."}}]})
-                else:
-                    self._send(404, {"error": "no such route"})
-
-            def do_GET(self) -> None:
-                outer.paths.append(self.path)
-                self._send(200 if self.path == "/v1/models" else 404, {"data": []})
-
-            def _send(self, code: int, body: dict[str, object]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+from retrieval.models.llm import LOOP_CHARS, OpenAICompatibleModel
+from testkit.fakes import FakeModelServer
 
 
 @pytest.fixture
@@ -79,7 +26,7 @@ def test_root_v1_or_full_url_all_reach_chat_completions(server: FakeModelServer,
     model = OpenAICompatibleModel(server.url + suffix, retries=0)
     streamed: list[str] = []
     assert model.complete(MESSAGES, 32, streamed.append) == "It is 5 minutes [1]."
-    assert server.paths == ["/v1/chat/completions"] and streamed == ["It is 5 minutes [1]."]
+    assert server.paths == ["/v1/chat/completions"] and streamed == ["It", " is", " 5", " minutes", " [1]."]
     body = server.bodies[0]
     assert body["messages"] == MESSAGES and body["max_tokens"] == 32 and body["temperature"] == 0.0
     assert model.reachable() and server.paths[-1] == "/v1/models"
@@ -117,3 +64,49 @@ def test_an_unreachable_server_is_reported_unreachable(server: FakeModelServer) 
     url = server.url
     server.close()
     assert not OpenAICompatibleModel(url).reachable(timeout_s=0.5)
+
+
+def test_a_server_that_does_not_stream_is_read_whole(server: FakeModelServer) -> None:
+    server.streams = False
+    streamed: list[str] = []
+    assert OpenAICompatibleModel(server.url).complete(MESSAGES, 16, streamed.append) == "It is 5 minutes [1]."
+    assert server.bodies[0]["stream"] is True and streamed == ["It is 5 minutes [1]."]
+
+
+def test_a_request_refused_with_and_without_grammar_keeps_the_grammar_and_says_why(server: FakeModelServer) -> None:
+    server.refuse = "This model's maximum context length is 2048 tokens."
+    model = OpenAICompatibleModel(server.url, retries=3)
+    with pytest.raises(ModelError, match=r"refused the request: HTTP 400: This model's maximum context length is 2048"):
+        model.complete(MESSAGES, 16, grammar='root ::= "x"')
+    assert ["grammar" in b for b in server.bodies] == [True, False]
+    assert model.supports_grammar  # the prompt was too long, not the grammar unknown
+
+
+def test_a_stream_that_ends_before_its_first_word_is_asked_again_unstreamed_for_the_reason(
+    server: FakeModelServer,
+) -> None:
+    server.refuse, server.stream_ends = "maximum context length is 2048 tokens", 0  # llama_cpp.server's way
+    model = OpenAICompatibleModel(server.url, retries=0)
+    with pytest.raises(ModelError, match="maximum context length is 2048 tokens"):
+        model.complete(MESSAGES, 16, grammar='root ::= "x"')
+    assert [b["stream"] for b in server.bodies] == [True, False, False] and model.supports_grammar
+
+
+def test_a_stream_cut_after_the_first_words_is_a_model_error(server: FakeModelServer) -> None:
+    server.stream_ends = 2
+    streamed: list[str] = []
+    with pytest.raises(ModelError, match="stopped in the middle of its answer"):
+        OpenAICompatibleModel(server.url).complete(MESSAGES, 16, streamed.append)
+    assert streamed == ["It", " is"] and len(server.bodies) == 1  # the words shown are not asked for twice
+
+
+def test_an_error_event_in_a_stream_is_a_model_error_with_its_message(server: FakeModelServer) -> None:
+    server.stream_error = "llama_decode failed"
+    with pytest.raises(ModelError, match="failed while answering: llama_decode failed"):
+        OpenAICompatibleModel(server.url).complete(MESSAGES, 16)
+
+
+def test_a_stream_that_loops_is_cut_where_it_stands(server: FakeModelServer) -> None:
+    server.answer = "The answer is" + " 0" * 300
+    text = OpenAICompatibleModel(server.url).complete(MESSAGES, 400)
+    assert text.startswith("The answer is 0 0") and len(text) < len("The answer is") + 2 * LOOP_CHARS

@@ -131,8 +131,10 @@ def test_answers_through_a_model_server_survive_it_going_away(
     svc = AnswerService(examples_engine.searcher, lambda: model, ANSWERING)
     q = "What allowance do on-call engineers get per week?"
     assert model.reachable() and OpenAICompatibleModel(f"{url}/v1").reachable()  # root or /v1 both work
-    first = svc.answer(q)
+    pieces: list[str] = []
+    first = svc.answer(q, on_token=pieces.append)
     assert not first.refused and first.text and (first.citations or first.consulted)
+    assert len(pieces) > 3  # streamed as it is written, as in-process
     server.stop()
     assert not model.reachable()
     with pytest.raises(ModelError, match="not reachable"):
@@ -140,3 +142,15 @@ def test_answers_through_a_model_server_survive_it_going_away(
     server.start()
     again = svc.answer(q)
     assert again.text == first.text  # greedy: the same answer once the server is back
+
+
+@pytest.mark.slow
+def test_a_prompt_beyond_the_servers_context_says_so_and_keeps_the_grammar(
+    model_server: tuple[Server, str],
+) -> None:
+    model = OpenAICompatibleModel(model_server[1], timeout_s=60, retries=1)
+    too_long = [{"role": "user", "content": "word " * 6000}]  # the server runs with 4,096 tokens
+    with pytest.raises(ModelError, match="maximum context length is 4096 tokens"):
+        model.complete(too_long, 16, grammar='root ::= "x"')
+    assert model.supports_grammar
+    assert model.complete([{"role": "user", "content": "Say hi"}], 8, grammar='root ::= "Hi" [a-z ]*').startswith("Hi")
