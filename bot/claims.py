@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from retrieval.errors import StoreUnreachable
 from retrieval.index import SharedRecords
 
 log = logging.getLogger("footnote.slack")
@@ -74,6 +75,9 @@ class FirstDelivery:
             return True
         try:
             return self._shared(key)
+        except StoreUnreachable as exc:
+            log.warning("the shared claim on %s failed; answering it here: %s", key, exc)
+            return True
         except Exception:
             log.warning("the shared claim on %s failed; answering it here", key, exc_info=True)
             return True

@@ -1,6 +1,7 @@
 """Prometheus metrics for ``GET /metrics``: questions, refusals, errors, questions by
 outcome (answered, refused by the gate or the model, every claim removed, error), answer
-latency, sync durations, and documents by state (read from the index at scrape time)."""
+latency, sync durations, and documents by state (read from the index at scrape time; while
+a Chroma server does not answer, ``footnote_index_reachable`` is 0 and they are left out)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from retrieval.answer import Answer, Outcome
+from retrieval.errors import StoreUnreachable
 from retrieval.ingest import SyncReport
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -21,7 +23,12 @@ class _Documents(Collector):
         self._totals = totals
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        t = self._totals()
+        try:
+            t = self._totals()
+        except StoreUnreachable:  # no counts to give; the rest of the page still is
+            yield GaugeMetricFamily("footnote_index_reachable", "Whether the index's store answers", value=0)
+            return
+        yield GaugeMetricFamily("footnote_index_reachable", "Whether the index's store answers", value=1)
         docs = GaugeMetricFamily("footnote_documents", "Documents in the index by state", labels=["state"])
         for state in ("indexed", "failed", "stale"):
             docs.add_metric([state], t.get(state, 0))

@@ -19,7 +19,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from retrieval.errors import ConfigError
+from retrieval.errors import ConfigError, FootnoteError
 
 log = logging.getLogger("footnote.sync")
 JOB_ID = "footnote-sync"
@@ -64,6 +64,8 @@ class SyncSchedule:
         def run() -> None:
             try:
                 sync()
+            except FootnoteError as exc:  # written for a person (a store that is down): one line each time
+                log.error("scheduled sync failed: %s", exc)
             except Exception:  # a failed sync is logged and shown in status; the schedule goes on
                 log.exception("scheduled sync failed")
 

@@ -30,6 +30,7 @@ from bot.question import Question
 from bot.render import escape, status_blocks, status_text
 from bot.scoping import ChannelScopes, Folders
 from bot.threads import ASKED_SUBTYPES, MENTION, SlackThreads, spoken
+from retrieval.errors import StoreUnreachable
 
 log = logging.getLogger("footnote.slack")
 
@@ -46,6 +47,11 @@ NO_ENTRY = frozenset({"not_in_channel", "channel_not_found"})
 THANKS = N_("Thanks: your feedback was recorded.")
 THANKS_CONFIRMED = N_("Thanks: messages like this one will be answered from that passage here.")
 THANKS_NONE = N_("Thanks: noted as a question the docs don't answer yet.")
+NOT_KEPT = N_(":warning: I couldn't record that right now. Please try again in a minute.")
+NO_STATUS = N_(
+    ":warning: The document index can't be read right now, so there is no status to show. "
+    "Questions are still answered from the copy I have in memory."
+)
 HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the last 30 days
 HOME_GAPS = 5
 # The index's health, counting only the documents under the folders given (None: all).
@@ -158,9 +164,12 @@ class SlackBot:
         if text.lower() in ("status", "status?") and self.status is not None:
             # Only the asker sees it (a slash command's direct response is ephemeral), and only
             # the documents this channel may search: no names from past its scope.
-            health = self.status(scope.folders)
+            health = self._status(scope.folders)
             home = self.home_language
-            ack(text=status_text(health, home), blocks=status_blocks(health, home))
+            if health is None:
+                ack(say(home, NO_STATUS))
+            else:
+                ack(text=status_text(health, home), blocks=status_blocks(health, home))
             return
         ack()
         user = command.get("user_id", "")
@@ -197,11 +206,24 @@ class SlackBot:
                 {"type": "section", "text": {"type": "mrkdwn", "text": say(home, NOT_HERE)}}
             ]
         else:
-            blocks = status_blocks(self.status(scope.folders), home) if self.status is not None else []
+            health = self._status(scope.folders) if self.status is not None else None
+            if health is not None:
+                blocks = status_blocks(health, home)
+            else:
+                blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": say(home, NO_STATUS)}}]
             if self.gaps is not None:
                 blocks += self._gap_blocks(event["user"])
         if blocks:
             self.client.views_publish(user_id=event["user"], view={"type": "home", "blocks": blocks[:100]})
+
+    def _status(self, folders: Folders) -> Health | None:
+        """The index's health under ``folders``; None while the store does not answer."""
+        assert self.status is not None
+        try:
+            return self.status(folders)
+        except StoreUnreachable as exc:
+            log.warning("no status to show: %s", exc)
+            return None
 
     def _gap_blocks(self, user: str) -> list[dict[str, Any]]:
         """The groups of refused and 👎 questions this person may see: questions asked about
@@ -244,11 +266,10 @@ class SlackBot:
         user, channel, shown = click
         self._vote(shown.id, vote, user)
         if vote == "up":
-            for passage in shown.cited:
-                self._confirm(shown, passage, user, "answer")
-        elif shown.learned and self.answers.forget(shown.learned):
-            log.info("👎 on an answer from learned pair %s: the pair is removed", shown.learned)
-        self._thank(channel, user, THANKS, shown)
+            kept = [self._confirm(shown, passage, user, "answer") for passage in shown.cited]
+        else:
+            kept = [self._forget(shown.learned)] if shown.learned else []
+        self._thank(channel, user, NOT_KEPT if None in kept else THANKS, shown)
 
     def _on_confirm(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
         """ "This answers it" under a pointer: keep that passage as answering the message."""
@@ -262,9 +283,12 @@ class SlackBot:
         if not 1 <= k <= len(shown.pointers):
             log.warning("ignoring a click on pointer %r of %s: the message showed %d", n, fid, len(shown.pointers))
             return
-        if self._confirm(shown, shown.pointers[k - 1], user, "pointer"):
+        kept = self._confirm(shown, shown.pointers[k - 1], user, "pointer")
+        if kept:
             self._vote(fid, "up", user)
             self._thank(channel, user, THANKS_CONFIRMED, shown)
+        elif kept is None:  # the click is not lost in silence: the person may click again
+            self._thank(channel, user, NOT_KEPT, shown)
 
     def _on_none(self, ack: Callable[..., None], body: dict[str, Any], action: dict[str, Any]) -> None:
         """ "None of these": the docs did not answer it (a gap, with its 👎)."""
@@ -297,16 +321,32 @@ class SlackBot:
             return None
         return user, channel, shown
 
-    def _confirm(self, shown: Shown, passage: Passage, user: str, via: str) -> bool:
+    def _confirm(self, shown: Shown, passage: Passage, user: str, via: str) -> bool | None:
+        """True: kept; False: ignored (its passage is gone); None: it could not be recorded now."""
         try:
             pair = self.answers.confirm(shown.question, passage, shown.scope, user, via)
+        except StoreUnreachable as exc:
+            log.error("could not keep a confirmation: %s", exc)
+            return None
         except Exception:
             log.exception("could not keep a confirmation")
-            return False
+            return None
         if pair is None:
             log.warning("ignoring %s's confirmation of %s: the passage is no longer in the index", user, passage.path)
             return False
         return True
+
+    def _forget(self, pid: str) -> bool | None:
+        """Remove the learned pair a 👎'd answer came from: whether there was one; None when
+        that could not be done now."""
+        try:
+            forgot = self.answers.forget(pid)
+        except Exception as exc:
+            log.error("could not remove learned pair %s: %s", pid, exc)
+            return None
+        if forgot:
+            log.info("👎 on an answer from learned pair %s: the pair is removed", pid)
+        return forgot
 
     def _vote(self, fid: str, vote: str, user: str) -> None:
         self.feedback.record(fid, vote, user)

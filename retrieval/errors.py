@@ -17,6 +17,10 @@ class StoreError(FootnoteError):
     """The index cannot be opened, written or trusted (e.g. mixed embedding models)."""
 
 
+class StoreUnreachable(StoreError):
+    """The Chroma server did not answer: a passing state, over when it is back."""
+
+
 class ModelError(FootnoteError):
     """The language model cannot be loaded or did not answer."""
 

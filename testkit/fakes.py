@@ -7,7 +7,8 @@ unit vector (bookkeeping, not relevance); ``CountingEmbedder`` wraps any embedde
 and counts the texts it was asked to embed. ``memory_engine`` wires them into a
 real :class:`~retrieval.search.engine.Engine`. ``ScriptedModel`` stands in for a language
 model; ``CrashingLoad`` for a llama.cpp whose kernels fault on some forms; ``ToyVocabulary`` for a model's token table under constrained decoding;
-``FakeModelServer`` for an OpenAI-compatible model server. The
+``FakeModelServer`` for an OpenAI-compatible model server; ``UnreachableRecords`` for
+shared records whose Chroma server is down. The
 Slack fakes live with the Slack tests.
 """
 
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.errors import ModelError
+from retrieval.errors import ModelError, StoreUnreachable
 from retrieval.index.manifest import DocRecord, totals
 from retrieval.index.store import StoredIndex
 from retrieval.ingest.chunk import ChunkerConfig
@@ -413,6 +414,17 @@ class CrashingLoad:
 def write_conversion(src: Path, dst: Path, weights: str) -> None:
     """A stand-in for ``convert_gguf`` that writes a marker file (picklable: module-level)."""
     dst.write_bytes(b"GGUF " + weights.encode())
+
+
+class UnreachableRecords:
+    """Shared records whose Chroma server does not answer: every call raises
+    :class:`~retrieval.errors.StoreUnreachable`, as the store does then."""
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            raise StoreUnreachable(f"the index at http://chroma.invalid:8000 is not reachable ({name})")
+
+        return call
 
 
 class FakeModelServer:

@@ -15,15 +15,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 
-from retrieval.errors import StoreError
+from retrieval.errors import StoreError, StoreUnreachable
 from retrieval.index.records import Fields, Scalar
 from retrieval.types import Chunk
 
 if TYPE_CHECKING:  # chromadb itself is imported when a store opens
+    from chromadb.api.models.Collection import Collection
     from chromadb.api.types import Where
 
 CHUNKS, SENTENCES = "footnote_chunks", "footnote_sentences"
@@ -113,15 +114,19 @@ class ChromaStore:
                 path.mkdir(parents=True, exist_ok=True)
                 self._client = chromadb.PersistentClient(path=str(path), settings=settings)
             ef = _RefuseToEmbed()
-            self._chunks = self._client.get_or_create_collection(
-                CHUNKS,
-                metadata={"hnsw:space": "cosine"},
-                embedding_function=ef,  # type: ignore[arg-type]  # an EmbeddingFunction by its methods (see _RefuseToEmbed)
+            self._chunks = self._reached(
+                self._client.get_or_create_collection(
+                    CHUNKS,
+                    metadata={"hnsw:space": "cosine"},
+                    embedding_function=ef,  # type: ignore[arg-type]  # an EmbeddingFunction by its methods (see _RefuseToEmbed)
+                )
             )
-            self._sentences = self._client.get_or_create_collection(
-                SENTENCES,
-                metadata={"hnsw:space": "cosine"},
-                embedding_function=ef,  # type: ignore[arg-type]  # an EmbeddingFunction by its methods (see _RefuseToEmbed)
+            self._sentences = self._reached(
+                self._client.get_or_create_collection(
+                    SENTENCES,
+                    metadata={"hnsw:space": "cosine"},
+                    embedding_function=ef,  # type: ignore[arg-type]  # an EmbeddingFunction by its methods (see _RefuseToEmbed)
+                )
             )
             self._batch = int(self._client.get_max_batch_size())
             self._ef = ef
@@ -140,9 +145,18 @@ class ChromaStore:
         """Shared records in their own collection (the lease, the manifest, Slack's claims)."""
         try:
             collection = self._client.get_or_create_collection(name, embedding_function=self._ef)  # type: ignore[arg-type]  # as above
-            return ChromaRecords(collection)
+            return ChromaRecords(self._reached(collection))
+        except StoreError:
+            raise
         except Exception as exc:
+            if self._url is not None and _unreachable(exc):
+                raise _gone(self._url, exc) from exc
             raise StoreError(f"cannot open the {name} collection: {exc}") from exc
+
+    def _reached(self, collection: Collection) -> Collection:
+        """A server's collection whose calls fail as :class:`StoreUnreachable` when the server
+        does not answer; an on-disk one as it is."""
+        return collection if self._url is None else cast("Collection", _Reached(collection, self._url))
 
     def add(
         self,
@@ -231,6 +245,42 @@ class ChromaStore:
         keep = np.flatnonzero(owners >= 0)  # a sentence whose chunk is gone (a crash mid-write) is dropped
         keep = keep[np.lexsort((ordinal[keep], owners[keep]))]
         return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
+
+
+class _Reached:
+    """A Chroma server's collection: a call the server does not answer (it is down,
+    restarting, or the network between is) raises :class:`StoreUnreachable`, one line a
+    person can act on, instead of the HTTP client's error from deep inside chromadb."""
+
+    def __init__(self, collection: Any, url: str) -> None:
+        self._c = collection
+        self._url = url
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._c, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except Exception as exc:
+                if _unreachable(exc):
+                    raise _gone(self._url, exc) from exc
+                raise
+
+        return call
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server did not answer (chromadb's HTTP client is httpx)."""
+    import httpx
+
+    return isinstance(exc, httpx.TransportError | ConnectionError | TimeoutError)
+
+
+def _gone(url: str, exc: BaseException) -> StoreUnreachable:
+    return StoreUnreachable(f"the index at {url} is not reachable ({exc}); Footnote goes on when it is back")
 
 
 PAGE = 10_000  # records a get reads at a time

@@ -54,6 +54,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from retrieval.errors import StoreUnreachable
 from retrieval.index import Scalar, SharedRecords, Snapshot
 from retrieval.types import Chunk
 
@@ -271,9 +272,16 @@ class LearnedPairs:
     # -- reading ---------------------------------------------------------------------------
 
     def all(self) -> list[Pair]:
-        """Every pair, newest first (read from the records: another replica may have added some)."""
-        out = []
-        for pid, fields in self.records.all().items():
+        """Every pair, newest first (read from the records: another replica may have added or
+        removed some). While a Chroma server does not answer, the pairs as last read: what the
+        team taught keeps answering through the outage, as the index in memory does."""
+        try:
+            stored = self.records.all()
+        except StoreUnreachable as exc:
+            log.warning("learned pairs as last read: %s", exc)
+            return sorted(self._cache.values(), key=lambda p: -p.at)
+        read: dict[str, Pair] = {}
+        for pid, fields in stored.items():
             pair = self._cache.get(pid)
             if pair is None or pair.at != float(fields.get("at", 0.0)):
                 try:
@@ -281,9 +289,9 @@ class LearnedPairs:
                 except (KeyError, ValueError, TypeError):
                     log.warning("skipping unreadable learned pair %s", pid)
                     continue
-                self._cache[pid] = pair
-            out.append(pair)
-        return sorted(out, key=lambda p: -p.at)
+            read[pid] = pair
+        self._cache = read
+        return sorted(read.values(), key=lambda p: -p.at)
 
     def match(
         self,

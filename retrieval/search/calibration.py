@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.errors import StoreUnreachable
 from retrieval.index import STOPWORDS, Snapshot, tokenize
 from retrieval.ingest import sentence_spans
 from retrieval.measured import KeyedJson
@@ -694,6 +695,9 @@ class Calibrator:
             self.error = None
         except Stopped:
             log.info("gate calibration stopped; keeping threshold %s", self.threshold())
+        except StoreUnreachable as exc:  # passing: the next sync calibrates again
+            self.error = str(exc)
+            log.error("gate calibration failed; keeping threshold %s: %s", self.threshold(), exc)
         except Exception as exc:  # a failed calibration keeps the previous threshold serving
             self.error = str(exc)
             log.exception("gate calibration failed; keeping threshold %s", self.threshold())

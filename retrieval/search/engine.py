@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import threading
 import time
 from collections import Counter
@@ -17,7 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.errors import StoreError, SyncBusy
+from retrieval.errors import StoreError, StoreUnreachable, SyncBusy
 from retrieval.index import INDEXED, STALE, DocRecord, Lease, Manifest, Snapshot, VectorStore
 from retrieval.ingest import (
     ChunkerConfig,
@@ -33,6 +34,8 @@ from retrieval.models import Embedder
 from retrieval.search.languages import Languages
 from retrieval.search.rerank import Reranker
 from retrieval.search.searcher import SearchConfig, Searcher
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -195,13 +198,29 @@ class Engine:
             now = self._clock()
             if s is not None and now - self._checked >= self.cfg.refresh_s and not self._sync_lock.locked():
                 self._checked = now
-                if self.lease.generation() != self._generation:
+                if self._changed_elsewhere():
                     s = None
             if s is None:
                 generation = self.lease.generation()
                 s = self._build()
                 self._searcher, self._generation, self._checked = s, generation, now
             return s
+
+    def answering(self) -> bool:
+        """Whether a snapshot with passages is in memory: questions are answered from it,
+        whatever the store does meanwhile."""
+        s = self._searcher
+        return s is not None and bool(s.snapshot.chunks)
+
+    def _changed_elsewhere(self) -> bool:
+        """Whether another process or replica changed the index since this snapshot. A Chroma
+        server that does not answer changed nothing that could be read: the snapshot in
+        memory goes on answering, and the next check after it is back reads the change."""
+        try:
+            return self.lease.generation() != self._generation
+        except StoreUnreachable as exc:
+            log.warning("answering from the index in memory: %s", exc)
+            return False
 
     def mark_stale(self) -> list[str]:
         """Record documents whose stamps no longer match the configured pipeline (writes)."""

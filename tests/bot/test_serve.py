@@ -19,7 +19,8 @@ from bot.http_server import HttpServer
 from bot.serve import Service, run_socket
 from config.settings import load_settings
 from retrieval.models import Embedder
-from testkit.slack import FakeSlack, signed_post
+from testkit.servers import chroma_server, free_port
+from testkit.slack import FakeSlack, post_mention, signed_post
 from tests.conftest import EXAMPLES
 
 SECRET = "serve-secret"
@@ -243,3 +244,38 @@ def test_links_point_into_the_folder_the_index_was_built_from(tmp_path: Path, em
     path = a.citations[0].path
     status, page = viewer.view(path, dict(parse_qsl(viewer.links.sign(path, 0, 20))))
     assert status == 200 and '<mark id="hit">' in page  # the viewer reads DIR too
+
+
+def test_while_the_chroma_server_is_down_health_and_metrics_say_so_and_questions_are_answered(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    port = free_port()
+    chroma = chroma_server(tmp_path / "db", port).start()
+    slack = FakeSlack()
+    settings = load_settings(
+        data_dir=tmp_path / "data", docs_dir=EXAMPLES, slack_bot_token="xoxb-x", slack_signing_secret=SECRET,
+        slack_api_url=slack.url, sync_minutes=0, chroma_url=f"http://127.0.0.1:{port}",
+    )  # fmt: skip
+    try:
+        svc = Builder(settings, embedder).service()
+        svc.prepare()  # as serve's warm-up: the engine and the answer service
+        svc.sync()
+        svc.warmup.ready()
+        with svc.http_server(("127.0.0.1", 0)) as server:
+            base = server.url
+            assert json.loads(_get(f"{base}/healthz")[1])["index_reachable"] is True
+            chroma.stop()
+            status, body = _get(f"{base}/healthz")
+            health = json.loads(body)
+            assert status == 200 and health["ok"] and health["index_reachable"] is False  # a restart would not help
+            assert "127.0.0.1" not in body  # no internal addresses on an unauthenticated page
+            assert _get(f"{base}/readyz")[0] == 200  # still answering: keep sending Slack's events here
+            status, metrics = _get(f"{base}/metrics")
+            assert status == 200 and "footnote_index_reachable 0.0" in metrics
+            assert "footnote_documents{" not in metrics  # no counts rather than stale ones
+            assert post_mention(base, slack, "Ev1", "10.1", "What is the capital of Mongolia?", SECRET) == 200
+            assert slack.wait_for(lambda s: bool(s.finals()), 30) and svc.bot.drain(30)
+            assert "couldn" in json.dumps(slack.finals()[0]["blocks"])  # answered from the index in memory
+    finally:
+        chroma.stop()
+        slack.close()

@@ -19,21 +19,21 @@ import pytest
 
 from bot.builder import SlackOptions, build_slack_bot
 from bot.gaps import GapRecord
-from bot.health import index_health
+from bot.health import Health, index_health
 from bot.http_server import SlackEvents, make_server
 from bot.intake import NOT_HERE
 from bot.metrics import Metrics
 from bot.scoping import ChannelScopes
 from retrieval.answer import Linker, LinkSigner, Outcome
 from retrieval.answer.service import AnswerService
-from retrieval.errors import ModelError
+from retrieval.errors import ModelError, StoreUnreachable
 from retrieval.index import RECORDS, SqliteRecords
 from retrieval.learn import LearnedPairs
 from retrieval.models.llm import LanguageModel, Message, OnToken
 from retrieval.search import Languages
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
-from testkit.fakes import memory_engine
+from testkit.fakes import UnreachableRecords, memory_engine
 from testkit.slack import FakeSlack, signed_post
 from tests.conftest import EXAMPLES
 
@@ -85,15 +85,8 @@ class Harness:
         # the chatty SEV1 page is pointed at, a passport is refused.
         self.learned = LearnedPairs(SqliteRecords(data / RECORDS, "learned"))
         svc = AnswerService(engine.searcher, lambda: model, GATE, links=links, learned=self.learned)
-        self.bot = build_slack_bot(
-            svc,
-            "xoxb-test",
-            SECRET,
-            data,
-            api_url=self.slack.url,
-            status=lambda folders: index_health(engine.manifest, engine.last_sync, folders=folders),
-            **bot_kw,
-        )
+        bot_kw.setdefault("status", lambda folders: index_health(engine.manifest, engine.last_sync, folders=folders))
+        self.bot = build_slack_bot(svc, "xoxb-test", SECRET, data, api_url=self.slack.url, **bot_kw)
         self.server = make_server(("127.0.0.1", 0), lambda: {"ok": True}, slack=SlackEvents(self.bot.app, SECRET))
         self.server.start()
         self.url = f"{self.server.url}/slack/events"
@@ -976,6 +969,23 @@ def test_none_of_these_makes_the_question_a_gap(harness_factory: Any, tmp_path: 
     assert h.slack.wait_for(lambda s: bool(s.of("chat.postEphemeral")), 10)
     (row,) = gaps.asked(gaps_only=True)
     assert (row.outcome, row.down) == (Outcome.POINTED, 1) and h.learned.all() == []
+
+
+def _unreachable(folders: object) -> Health:
+    raise StoreUnreachable("the index at http://chroma.invalid:8000 is not reachable (Connection refused)")
+
+
+def test_while_the_index_store_is_down_status_home_and_clicks_say_so(harness_factory: Any) -> None:
+    h = harness_factory(Scripted(), status=_unreachable)
+    status, body = h.command_exchange("status")
+    assert status == 200 and "can't be read right now" in body and "chroma.invalid" not in body
+    assert "can't be read right now" in _home(h, "U7")
+    h.mention(UNSURE, ts="1008.1")
+    (final,) = h.finals(expect=1)  # answered from the index in memory
+    h.learned.records = UnreachableRecords()  # type: ignore[assignment]
+    _click(h, _pointer_button(final), "pointer_confirm")
+    (told,) = h.slack.of("chat.postEphemeral")
+    assert "couldn't record that" in told["text"] and told["user"] == "U9"  # the click is not lost in silence
 
 
 # -- in the asker's language ----------------------------------------------------------------

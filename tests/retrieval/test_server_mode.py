@@ -10,11 +10,13 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from retrieval.answer.service import AnswerService
-from retrieval.errors import ModelError, SyncBusy
+from retrieval.errors import ModelError, StoreUnreachable, SyncBusy
 from retrieval.index.manifest import INDEXED
+from retrieval.learn import LearnedPairs
 from retrieval.models.embed import SentenceTransformerEmbedder
 from retrieval.models.llm import OpenAICompatibleModel
 from retrieval.search.engine import FolderMismatch
@@ -108,6 +110,30 @@ def test_a_slack_event_is_claimed_by_exactly_one_replica(
     assert one.claim("Ev123") is True
     assert two.claim("Ev123") is False  # Slack's retry landed on the other replica: ignored
     assert two.claim("Ev124") is True and one.claim("Ev124") is False
+
+
+def test_while_the_chroma_server_is_down_questions_are_answered_from_memory_and_a_sync_says_why(
+    embedder: SentenceTransformerEmbedder, docs: Path, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = chroma_server(tmp_path / "db", port).start()
+    try:
+        engine = make_engine(embedder, tmp_path / "a", docs, chroma_url=url, refresh_s=0.0)  # checks every search
+        engine.sync()
+        pairs = LearnedPairs(engine.store.records("learned"))
+        pair = pairs.confirm(QUESTION, np.ones(4), None, "on-call.md", 0, 40, "quote", "U1", "pointer")
+        before = [h.chunk.id for h in engine.searcher().search(QUESTION, k=3).hits]
+        server.stop()
+        assert [h.chunk.id for h in engine.searcher().search(QUESTION, k=3).hits] == before
+        assert engine.answering() and [p.id for p in pairs.all()] == [pair.id]  # as last read
+        with pytest.raises(StoreUnreachable, match=f"^the index at {url} is not reachable"):
+            engine.sync()
+        server.start()
+        assert engine.sync().unchanged == len(engine.manifest.all())  # back: nothing was lost
+        assert [p.id for p in pairs.all()] == [pair.id]
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
