@@ -27,7 +27,7 @@ from bot.gate_status import calibration, gate_json, gate_text
 from bot.scheduler import make_trigger
 from bot.warmup import State, serving_states
 from config.settings import Settings, load_settings, unknown_variables
-from retrieval.errors import ConfigError, FootnoteError
+from retrieval.errors import ConfigError, FootnoteError, ModelError
 from retrieval.index import DocRecord, totals
 from retrieval.search import main_of
 
@@ -485,6 +485,7 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
     rt = Builder(settings)
     _require_an_index(rt)
     gaps = rt.gaps()
+    failed = None
     for q in _questions(question, from_file):
         try:
             result = rt.answers.answer(q)
@@ -495,6 +496,9 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
         if gaps is not None:  # the operator's questions are demand too; `footnote gaps` says where each came from
             gaps.record(q, result.outcome, None, surface="cli", answer=result)
         click.echo(json.dumps(answer_json(result)) if as_json else answer_text(result) + "\n")
+        failed = result.reason if result.outcome.failed else failed
+    if failed is not None:  # the passages were shown instead; a script still learns that the model failed
+        raise ModelError(failed)
 
 
 def _docs_option(help_text: str) -> Callable[[F], F]:

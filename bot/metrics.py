@@ -66,8 +66,9 @@ class Metrics:
     def answered(self, surface: str, answer: Answer | None, seconds: float) -> None:
         self.questions.labels(surface).inc()
         self.outcomes.labels((answer.outcome if answer is not None else Outcome.ERROR).value).inc()
-        if answer is None:
+        if answer is None or answer.outcome.failed:  # a model that failed, even with the passages shown instead
             self.errors.inc()
+        if answer is None:
             return
         if answer.refused:
             self.refusals.inc()

@@ -13,12 +13,13 @@ from typing import Any
 
 from bot.health import Health
 from bot.i18n import N_, say
-from retrieval.answer import BROADCAST, DOCS_SAY, EXCERPT_CHARS, POINTER_CHARS, Answer, Citation
+from retrieval.answer import BROADCAST, DOCS_SAY, EXCERPT_CHARS, POINTER_CHARS, Answer, Citation, Outcome
 
 REFUSAL_HEADLINE = N_("I couldn't find this in the docs.")
 NOT_AN_ANSWER = N_("This is not an answer.")
 CLOSEST_DOCUMENTS = N_("Closest documents: {names}")
 POINTER_HEADLINE = N_("I'm not sure the docs answer this.")
+MODEL_FAILED_HEADLINE = N_("I couldn't write an answer just now: the language model did not answer.")
 POINTER_INTRO = N_("The closest passages (not an answer):")
 LEARNED_NOTE = N_("A teammate confirmed this passage for a message like this one.")
 CONFIRM_BUTTON = N_("This answers it")
@@ -126,7 +127,7 @@ def answer_text(a: Answer) -> str:
             lines.append(say(lang, CLOSEST_DOCUMENTS, names=", ".join(a.nearest)))
         return "\n".join(lines)
     if a.pointers:
-        lines = [f"{say(lang, POINTER_HEADLINE)} {say(lang, POINTER_INTRO)}"]
+        lines = [f"{say(lang, _pointer_headline(a))} {say(lang, POINTER_INTRO)}"]
         for c in a.pointers:
             lines.append(f"[{c.n}] {_label(c)}  {c.url}")
             lines.append(f"    “{shorten(c.quote, POINTER_CHARS)}”")
@@ -217,12 +218,17 @@ def _button(text: str, action_id: str, value: str) -> dict[str, Any]:
     return {"type": "button", "text": {"type": "plain_text", "text": text}, "action_id": action_id, "value": value}
 
 
+def _pointer_headline(a: Answer) -> str:
+    """Why passages are shown rather than an answer: search was unsure, or the model failed."""
+    return MODEL_FAILED_HEADLINE if a.outcome is Outcome.MODEL_FAILED else POINTER_HEADLINE
+
+
 def pointer_blocks(a: Answer, feedback_id: str | None) -> list[dict[str, Any]]:
     """The closest passages, each with its quote, its link and (with ``feedback_id``) a
     "This answers it" button; then one "None of these" for the message. A button carries only
     the id of what was shown and the pointer's number: what they mean is kept server-side."""
     lang = a.language
-    blocks = [_section(f":mag: *{say(lang, POINTER_HEADLINE)}* {say(lang, POINTER_INTRO)}")]
+    blocks = [_section(f":mag: *{say(lang, _pointer_headline(a))}* {say(lang, POINTER_INTRO)}")]
     for c in a.pointers:
         block = _section(f"[{c.n}] {_link(c.url, _label(c))}\n> {_excerpt(c, POINTER_CHARS)}")
         if feedback_id:
@@ -253,7 +259,7 @@ def fallback_text(a: Answer) -> str:
     """Notification text (shown where blocks are not): escaped, short."""
     if a.refused:
         return escape(say(a.language, REFUSAL_HEADLINE))
-    return escape(say(a.language, POINTER_HEADLINE) if a.pointers else shorten(answer_words(a), 300))
+    return escape(say(a.language, _pointer_headline(a)) if a.pointers else shorten(answer_words(a), 300))
 
 
 HEALTH = N_("Index health")

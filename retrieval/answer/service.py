@@ -40,7 +40,7 @@ from retrieval.answer.support import (
     numbers,
 )
 from retrieval.answer.translate import Translate
-from retrieval.errors import FootnoteError
+from retrieval.errors import FootnoteError, ModelError
 from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import SUPPORTED, LanguageModel, OnToken
 from retrieval.search import GateConfig, GateDecision, Glossary, Languages, Searcher, SearchResult, Verdict, decide
@@ -80,6 +80,12 @@ class Outcome(StrEnum):
     REFUSED_MODEL = "refused_model"  # (an older Footnote's) the model wrote [0]; now such a question is pointed
     CLAIMS_REMOVED = "claims_removed"  # the check removed every sentence the model wrote; the evidence is quoted
     ERROR = "error"  # no answer: the model or the service failed
+    MODEL_FAILED = "model_failed"  # the model failed to write; the closest passages were shown instead
+
+    @property
+    def failed(self) -> bool:
+        """Something broke on the way (counted as an error, never as a gap in the docs)."""
+        return self in (Outcome.ERROR, Outcome.MODEL_FAILED)
 
     @property
     def refused(self) -> bool:
@@ -89,7 +95,7 @@ class Outcome(StrEnum):
     @property
     def kind(self) -> str:
         """The three outcomes people see: ``answered``, ``pointed`` or ``refused``."""
-        if self is Outcome.POINTED:
+        if self in (Outcome.POINTED, Outcome.MODEL_FAILED):
             return "pointed"
         return "refused" if self.refused else "answered"
 
@@ -319,12 +325,21 @@ class AnswerService:
         if not sentences:
             # Every sentence that matched is an instruction planted for an assistant.
             return replace(turn.base, reason="the matching passages hold no statement to cite", timings=turn.done())
-        model = self._model()
         grammar = AnswerFormat(len(sentences))
         messages = build_prompt(question, sentences, turn.context, turn.base.language if not turn.back else None)
         stream = _PartialText(turn.on_token)
         t = time.perf_counter()
-        raw = model.complete(messages, self.max_tokens, stream, grammar=grammar, deadline_s=self.deadline_s)
+        try:
+            model = self._model()
+            raw = model.complete(messages, self.max_tokens, stream, grammar=grammar, deadline_s=self.deadline_s)
+        except ModelError as exc:
+            # The search found what to read: a model that is down, busy past the deadline or
+            # crashed still leaves the person the passages, plainly not an answer.
+            log.warning("the model did not answer %r; pointing at the passages: %s", turn.base.question, exc)
+            pointed = self._pointed(turn, sources, f"the language model did not answer: {exc}")
+            if not pointed.pointers:  # nothing to show instead: the error is what there is to say
+                raise
+            return replace(pointed, outcome=Outcome.MODEL_FAILED)
         done = time.perf_counter()
         timings["llm_prompt"] = ((stream.first_at or done) - t) * 1000
         timings["generation"] = (done - t) * 1000

@@ -139,9 +139,12 @@ def _ask(service: AnswerService, question: str) -> Answer:
     """The service's answer, or an error answer: a model that timed out on one question is a
     result (counted, and said), not a crash."""
     try:
-        return service.answer(question)
+        a = service.answer(question)
     except FootnoteError as exc:
         return Answer(question, True, f"error: {exc}", "", [], outcome=Outcome.ERROR)
+    if a.outcome is Outcome.MODEL_FAILED:  # the passages a person would see instead are no score of the model's
+        return Answer(question, True, f"error: {a.reason}", "", [], outcome=Outcome.ERROR)
+    return a
 
 
 def run_answers(

@@ -296,10 +296,11 @@ def test_ask_records_its_outcome_gaps_groups_it_and_purge_leaves_nothing(
     monkeypatch.setenv("FOOTNOTE_ANSWER_DEADLINE_S", "5")
     res = runner.invoke(main, ["ask", "How fast must a SEV1 page be acknowledged?"])
     assert res.exit_code == 1 and "not reachable" in res.output
+    assert "the language model did not answer" in res.output and "On-call Handbook" in res.output  # the passages
     res = runner.invoke(main, ["gaps", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["outcomes"]["refused_gate"] == 2 and out["outcomes"]["error"] == 1 and out["keep_days"] == 90
+    assert out["outcomes"]["refused_gate"] == 2 and out["outcomes"]["model_failed"] == 1 and out["keep_days"] == 90
     (group,) = out["groups"]
     assert group["count"] == 2 and set(group["questions"]) == set(asked) and group["label"] in asked
     assert group["surfaces"] == {"cli": 2} and group["scopes"] == ["all documents"] and group["nearest"]

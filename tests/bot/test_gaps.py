@@ -52,6 +52,7 @@ def test_a_recorded_question_keeps_everything_the_issue_names(tmp_path: Path) ->
         "refused_model": 0,
         "claims_removed": 0,
         "error": 1,
+        "model_failed": 0,
     }
 
 

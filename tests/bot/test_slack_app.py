@@ -294,7 +294,9 @@ def test_bad_or_stale_signature_is_rejected(harness_factory: Any) -> None:
     assert h.slack.of("chat.postMessage") == []
 
 
-def test_a_failing_model_is_a_visible_error_and_the_next_question_is_answered(harness_factory: Any) -> None:
+def test_a_failing_model_still_shows_the_passages_a_crash_is_a_visible_error_and_the_next_is_answered(
+    harness_factory: Any,
+) -> None:
     down = ModelError(
         "the model server at http://llm:8080 is not reachable or did not answer; answers resume when it is back"
     )
@@ -304,9 +306,9 @@ def test_a_failing_model_is_a_visible_error_and_the_next_question_is_answered(ha
         h.mention(ANSWERABLE, ts=f"104.{i + 1}")
         finals.append(h.finals(expect=i + 1)[-1])
     first, second, third = finals
-    assert "Something went wrong" in first["text"] and "not reachable" in first["text"]
-    assert "not reachable" in _text_of(first)  # in the blocks too: that is what Slack shows
-    assert "boom" in second["text"]
+    assert "couldn't write an answer just now" in first["text"]  # said so, and not as "not sure"
+    assert ACK in _text_of(first) and "not an answer" in _text_of(first)  # the passage that answers it
+    assert "Something went wrong" in second["text"] and "boom" in second["text"]
     assert "[1]" in _text_of(third) and "Sources" in _text_of(third)
     assert h.bot.intake.pending == 0
 
@@ -758,31 +760,34 @@ def test_every_outcome_is_recorded_with_its_scope_and_counted_on_metrics(harness
         "[0]",
         "Pagers are issued by the facilities team in Aarhus [1].",
         ModelError("the model process crashed"),
+        RuntimeError("a defect"),
     ]
     h = harness_factory(Scripted(script=script), gaps=gaps, metrics=metrics)
-    for i in range(4):  # one at a time: the script's order is the answering order
+    for i in range(5):  # one at a time: the script's order is the answering order
         h.mention(ANSWERABLE, ts=f"900.{i + 1}")
         h.finals(expect=i + 1)
-    h.mention("How do I renew my Spanish passport?", ts="900.5")
-    h.finals(expect=5)
+    h.mention("How do I renew my Spanish passport?", ts="900.6")
+    h.finals(expect=6)
     rows = gaps.asked()
     assert [r.outcome for r in rows] == [
         Outcome.ANSWERED,
         Outcome.POINTED,  # the model found no answer in the passages: they are pointed at
         Outcome.CLAIMS_REMOVED,
+        Outcome.MODEL_FAILED,  # the passages were shown instead
         Outcome.ERROR,
         Outcome.REFUSED_GATE,
     ]
     assert all(r.surface == "slack" and r.scope is None for r in rows)
-    assert [r.question for r in rows] == [ANSWERABLE] * 4 + ["How do I renew my Spanish passport?"]
-    answered, pointed, _, error, gate = rows
-    assert pointed.vector is not None
+    assert [r.question for r in rows] == [ANSWERABLE] * 5 + ["How do I renew my Spanish passport?"]
+    answered, pointed, _, model_failed, error, gate = rows
+    assert pointed.vector is not None and model_failed.vector is not None
     assert answered.vector is not None and error.vector is None and error.nearest == ()
     assert gate.nearest and gate.gate is not None and gate.gate > 0
     page = metrics.render().decode()
     for kind in Outcome:  # an older Footnote's refused_model is on the page, at 0
         n = 0.0 if kind is Outcome.REFUSED_MODEL else 1.0
         assert f'footnote_outcomes_total{{outcome="{kind.value}"}} {n}' in page
+    assert "footnote_errors_total 2.0" in page  # a model that failed is an error, passages shown or not
 
 
 def test_a_thumbs_down_is_kept_with_its_question_and_makes_it_a_gap(harness_factory: Any, tmp_path: Path) -> None:

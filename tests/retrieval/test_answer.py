@@ -19,7 +19,7 @@ from retrieval.errors import ModelError
 from retrieval.models.llm import LanguageModel, LlamaCppModel
 from retrieval.search.engine import Engine
 from retrieval.search.gate import GateConfig
-from testkit.fakes import ScriptedModel
+from testkit.fakes import FailingModel, ScriptedModel
 from tests.conftest import ANSWERING, EXAMPLES
 
 
@@ -46,6 +46,16 @@ def _number_of(prompt: str, fragment: str) -> int:
 
 SEV1 = "How fast must a SEV1 page be acknowledged?"
 ACK = "acknowledge the page within 5 minutes"
+
+
+def test_a_model_that_fails_leaves_the_passages_it_would_have_read_marked_as_its_failure(
+    examples_engine: Engine,
+) -> None:
+    model = FailingModel()
+    a = _service(examples_engine, model).answer(SEV1)
+    assert model.calls == 1 and a.outcome is Outcome.MODEL_FAILED and a.kind == "pointed" and not a.refused
+    assert any(ACK in p.quote for p in a.pointers) and not a.citations and not a.text  # plainly not an answer
+    assert a.reason.startswith("the language model did not answer: ") and a.outcome.failed
 
 
 def test_a_supported_sentence_is_kept_with_its_sentence_as_evidence(examples_engine: Engine) -> None:
