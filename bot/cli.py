@@ -510,14 +510,21 @@ def _docs_option(help_text: str) -> Callable[[F], F]:
 def _read_questions(path: Path, *, needs_needle: bool) -> list[Any]:
     from retrieval.evaluation import Question
 
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            rows.append(Question.from_json(json.loads(line), needs_needle=needs_needle))
+            row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise click.ClickException(f"{path}:{n}: not a JSON line ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise click.ClickException(f'{path}:{n}: not a JSON object such as {{"id": …, "question": …}}')
+        rows.append(Question.from_json(row, needs_needle=needs_needle))
     return rows
 
 

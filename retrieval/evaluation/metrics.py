@@ -48,6 +48,13 @@ def needle_rank(hits: Sequence[Hit], needle: str) -> Rank:
     return next((i + 1 for i, h in enumerate(hits) if want in normalise(passage(h.chunk))), None)
 
 
+def absent(texts: Iterable[str], needles: Sequence[str]) -> list[str]:
+    """Needles that no document's text holds: no chunking or ranking can find them (a question
+    written against another version of the documents, or text the extraction reads otherwise)."""
+    folded = [normalise(t) for t in texts]
+    return [n for n in needles if not any(normalise(n) in t for t in folded)]
+
+
 def destroyed(chunks: Iterable[Chunk], needles: Sequence[str]) -> list[str]:
     """Needles that no chunk contains in one piece: no ranking can ever retrieve them."""
     texts = [normalise(passage(c)) for c in chunks]

@@ -32,6 +32,13 @@ def format_eval(report: EvalReport) -> str:
         f"{'strategy':8} {'R@1':>5} {'R@4':>5} {'R@8':>5} {'R@20':>5}  {'MRR':>5}  lost  ctx/4  R@20 95% Wilson   what",
     ]
     lines += [_row(name, every[name]) for name in _ORDER if name in every]
+    if data.get("absent_needles"):
+        ids = data["absent_needles"]
+        lines.append(
+            f"warning: {len(ids)} needle(s) are in no document ({', '.join(map(str, ids[:5]))}"
+            f"{', …' if len(ids) > 5 else ''}): every strategy misses them, and they are not counted as lost; "
+            "check the questions against these documents"
+        )
     if data.get("untranslated"):
         lines.append(
             f"warning: {data['untranslated']} of the questions could not be translated into the drive's language "

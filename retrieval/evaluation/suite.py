@@ -10,7 +10,7 @@ default pipeline run on the product's own index.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from retrieval.errors import ConfigError
 from retrieval.evaluation.cross_validation import auc, signal_aucs
 from retrieval.evaluation.metrics import (
     Rank,
+    absent,
     destroyed,
     hits_at,
     mrr,
@@ -142,6 +143,7 @@ class EvalReport:
     aucs: dict[str, float] = field(default_factory=dict)  # the gate signal's parts, in-domain vs OOD
     by_style: dict[str, dict[str, Any]] = field(default_factory=dict)  # the gate per question style
     untranslated: int = 0  # questions whose translation failed (searched as asked: their figures are lower)
+    absent: list[str] = field(default_factory=list)  # ids of questions whose needle no document holds
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -170,6 +172,7 @@ class EvalReport:
             "gate_auc": self.aucs,
             "gate_by_style": self.by_style,
             "untranslated": self.untranslated,
+            "absent_needles": self.absent,
         }
 
 
@@ -222,10 +225,16 @@ def memory_snapshot(
 
 
 def run_strategy(
-    name: str, label: str, searcher: Searcher, questions: Sequence[Question], k: int = 20
+    name: str,
+    label: str,
+    searcher: Searcher,
+    questions: Sequence[Question],
+    k: int = 20,
+    nowhere: Collection[str] = (),
 ) -> tuple[StrategyRun, list[SearchResult]]:
+    """``nowhere``: needles no document holds, not counted as lost to chunking."""
     results = [searcher.search(q.question, k=k, glosses=q.glosses) for q in questions]
-    lost = destroyed(searcher.snapshot.chunks, [q.needle for q in questions])
+    lost = destroyed(searcher.snapshot.chunks, [q.needle for q in questions if q.needle not in nowhere])
     return scored(name, label, results, questions, len(lost)), results
 
 
@@ -304,18 +313,20 @@ def run_eval(
             replace(q, question=s.text, glosses=s.glosses) for q, s in zip(questions, searched[:n], strict=True)
         ]
         ood = [replace(q, question=s.text, glosses=s.glosses) for q, s in zip(ood, searched[n:], strict=True)]
+    nowhere = frozenset(absent([d.text for d in docs], [q.needle for q in questions]))
     runs: dict[str, StrategyRun] = {}
     progress("default pipeline")
-    runs["default"], default_results = run_strategy("default", default_label, default, questions)
+    runs["default"], default_results = run_strategy("default", default_label, default, questions, nowhere=nowhere)
     base = default.snapshot
     for name, fusion, label in (("bm25", "bm25", "BM25 only"), ("hybrid", "rrf", "hybrid (dense + BM25, RRF k=60)")):
         s = Searcher(base, embedder, SearchConfig(fusion=fusion), None)
-        runs[name] = run_strategy(name, label, s, questions)[0]
+        runs[name] = run_strategy(name, label, s, questions, nowhere=nowhere)[0]
     cache = VectorCache(embedder, base)
     for name, (label, kw) in CHUNKING.items():
         progress(f"strategy {name}: {label}")
         snap = memory_snapshot(docs, ChunkerConfig(target=target, **kw), embedder, cache)
-        runs[name] = run_strategy(name, label, Searcher(snap, embedder, SearchConfig(fusion="dense")), questions)[0]
+        dense = Searcher(snap, embedder, SearchConfig(fusion="dense"))
+        runs[name] = run_strategy(name, label, dense, questions, nowhere=nowhere)[0]
     comparisons = list(COMPARISONS)
     if rewriter is not None:
         progress("the default with each question rewritten (FOOTNOTE_REWRITE)")
@@ -343,6 +354,7 @@ def run_eval(
         aucs,
         styles,
         untranslated,
+        [q.id or q.question for q in questions if q.needle in nowhere],
     )
 
 

@@ -107,6 +107,28 @@ def test_eval_rejects_a_question_without_a_needle(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "needs" in res.output and "needle" in res.output
 
 
+def test_eval_names_a_needle_no_document_holds_instead_of_calling_it_lost(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("FOOTNOTE_DATA_DIR", str(tmp_path / "live"))
+    elsewhere = {"id": "q9", "question": "How fast?", "needle": "a sentence from another version of the handbook"}
+    qs, out = _jsonl(tmp_path / "q.jsonl", [QUESTIONS[0], elsewhere]), tmp_path / "eval.json"
+    res = CliRunner().invoke(main, ["eval", "--docs", str(EXAMPLES), "--questions", str(qs), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["absent_needles"] == ["q9"] and data["default"]["destroyed"] == 0  # chunking lost nothing
+    assert "warning: 1 needle(s) are in no document (q9)" in res.output
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(b"5\n", "q.jsonl:1: not a JSON object"), (b'["q"]\n', "q.jsonl:1: not a JSON object"),
+     (b"\xff\xfe{}\n", "q.jsonl: not UTF-8 text")],
+)  # fmt: skip
+def test_eval_says_which_line_of_a_questions_file_it_cannot_read(tmp_path: Path, content: bytes, said: str) -> None:
+    (tmp_path / "q.jsonl").write_bytes(content)
+    res = CliRunner().invoke(main, ["eval", "--docs", str(EXAMPLES), "--questions", str(tmp_path / "q.jsonl")])
+    assert res.exit_code == 1 and said in res.output and "Traceback" not in res.output
+
+
 def test_eval_plots_without_matplotlib_say_how_to_install_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import importlib.util
 
