@@ -75,21 +75,21 @@ class Service:
         """``/healthz`` and ``/readyz``: the phase, the index's counts, whether the model answers.
         ``ok``: answering now; ``broken``: something a person must fix (503 on /healthz)."""
         state = self.warmup.state()
-        h = {**self._index_json(), **state.as_json()}
+        h = {**self._index_json(state.answering), **state.as_json()}
         h["model_reachable"] = self.model_reachable()
         h["ok"] = state.phase is Phase.READY and bool(h["ok"]) and bool(h["model_reachable"])
         h["broken"] = state.phase in (Phase.MODEL_UNAVAILABLE, Phase.FAILED) or (state.answering and not h["ok"])
         return h
 
-    def _index_json(self) -> dict[str, object]:
+    def _index_json(self, answering: bool) -> dict[str, object]:
         """The index's counts; while a Chroma server does not answer, none, and ``ok`` as
-        long as questions are answered from the index in memory (the engine's snapshot):
+        long as questions are ``answering`` from the index in memory (the engine's snapshot):
         restarting or unreadying this replica would not bring the server back."""
         try:
             return {**self.health().as_json(), "index_reachable": True}
         except StoreUnreachable as exc:
             log.warning("health without the index's counts: %s", exc)
-            return {"ok": self.engine.answering(), "index_reachable": False}
+            return {"ok": answering, "index_reachable": False}
 
     def has_index(self) -> bool:
         """Documents to answer from, built by the current models (a half-migrated index is not)."""

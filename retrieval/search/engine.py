@@ -206,12 +206,6 @@ class Engine:
                 self._searcher, self._generation, self._checked = s, generation, now
             return s
 
-    def answering(self) -> bool:
-        """Whether a snapshot with passages is in memory: questions are answered from it,
-        whatever the store does meanwhile."""
-        s = self._searcher
-        return s is not None and bool(s.snapshot.chunks)
-
     def _changed_elsewhere(self) -> bool:
         """Whether another process or replica changed the index since this snapshot. A Chroma
         server that does not answer changed nothing that could be read: the snapshot in
