@@ -206,11 +206,7 @@ class SlackBot:
                 {"type": "section", "text": {"type": "mrkdwn", "text": say(home, NOT_HERE)}}
             ]
         else:
-            health = self._status(scope.folders) if self.status is not None else None
-            if health is not None:
-                blocks = status_blocks(health, home)
-            else:
-                blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": say(home, NO_STATUS)}}]
+            blocks = self._status_blocks(scope.folders) if self.status is not None else []
             if self.gaps is not None:
                 blocks += self._gap_blocks(event["user"])
         if blocks:
@@ -224,6 +220,13 @@ class SlackBot:
         except StoreUnreachable as exc:
             log.warning("no status to show: %s", exc)
             return None
+
+    def _status_blocks(self, folders: Folders) -> list[dict[str, Any]]:
+        health = self._status(folders)
+        home = self.home_language
+        if health is None:
+            return [{"type": "section", "text": {"type": "mrkdwn", "text": say(home, NO_STATUS)}}]
+        return status_blocks(health, home)
 
     def _gap_blocks(self, user: str) -> list[dict[str, Any]]:
         """The groups of refused and 👎 questions this person may see: questions asked about
