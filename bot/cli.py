@@ -805,7 +805,8 @@ def gaps(settings: Settings, since: str, as_json: bool, purge: bool) -> None:
     """What the docs don't answer: refused and 👎 questions, grouped by meaning.
 
     Every question asked in Slack or with `footnote ask` is recorded with its outcome
-    (answered, refused by the gate, refused by the model, every claim removed, error),
+    (answered, pointed at passages, refused by the gate, every claim removed, the model
+    failed, error),
     its scope and the documents nearest to it, and kept FOOTNOTE_GAPS_DAYS (90) days.
     Each group is labelled by its most central question, with how many asked and the
     documents where the answer would likely belong. This command shows every scope;

@@ -312,11 +312,14 @@ def _gap(members: list[Asked]) -> Gap:
 
 # -- showing them ----------------------------------------------------------------------------
 
-OUTCOME_WORDS = {
+OUTCOME_WORDS = {  # every outcome: any of them is a gap once someone gives it 👎
+    Outcome.ANSWERED.value: N_("answered"),
     Outcome.POINTED.value: N_("pointed at passages (not sure)"),
     Outcome.REFUSED_GATE.value: N_("refused (nothing relevant)"),
     Outcome.REFUSED_MODEL.value: N_("refused by the model"),
     Outcome.CLAIMS_REMOVED.value: N_("every claim removed"),
+    Outcome.MODEL_FAILED.value: N_("the model failed (passages shown)"),
+    Outcome.ERROR.value: N_("error"),
     "down": "👎",
 }
 

@@ -206,3 +206,12 @@ def test_every_outcome_kind_round_trips(tmp_path: Path, outcome: Outcome) -> Non
     answer = None if outcome is Outcome.ERROR else _answer(outcome, _vec(1))
     rec.record("q", outcome, None, surface="cli", answer=answer)
     assert rec.asked()[0].outcome is outcome and rec.outcomes()[outcome.value] == 1
+
+
+def test_every_outcome_has_words_in_english_and_danish() -> None:
+    from bot.gaps import OUTCOME_WORDS
+    from bot.i18n import say
+
+    for kind in Outcome:
+        words = OUTCOME_WORDS[kind.value]
+        assert say("da", words) != words, kind
