@@ -254,7 +254,10 @@ class Settings(BaseSettings):
         "looked up in the packaged English-Danish glossary (from Wiktionary), those the drive uses.",
     )
     answer_deadline_s: float = Field(
-        30.0, gt=0, le=600, description="One deadline per answer: a slow or dead model gives a visible error then."
+        30.0,
+        gt=0,
+        le=600,
+        description="One deadline per answer: then the passages the model would have read are shown instead.",
     )
 
     # Slack (the tokens keep Slack's own variable names).

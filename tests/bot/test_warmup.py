@@ -163,7 +163,7 @@ def test_a_model_that_cannot_load_is_a_visible_phase_not_a_silent_wait(
     warm_up(svc, [ModelLoad("language model", broken)], OPTS, threading.Event())
     state = svc.warmup.state()
     assert state.phase is Phase.MODEL_UNAVAILABLE and state.answering and "not found" in state.detail
-    assert svc.health_json()["broken"]  # /healthz 503: a person must fix it; questions get a visible error
+    assert svc.health_json()["broken"]  # /healthz 503: a person must fix it; questions get passages only
 
 
 def test_models_loaded_as_shipped_are_timed_afterwards_and_switched(
