@@ -313,7 +313,8 @@ def run_eval(
             replace(q, question=s.text, glosses=s.glosses) for q, s in zip(questions, searched[:n], strict=True)
         ]
         ood = [replace(q, question=s.text, glosses=s.glosses) for q, s in zip(ood, searched[n:], strict=True)]
-    nowhere = frozenset(absent([d.text for d in docs], [q.needle for q in questions]))
+    # Without the documents (a caller that compares the default pipeline alone), absence is not judged.
+    nowhere = frozenset(absent([d.text for d in docs], [q.needle for q in questions])) if docs else frozenset()
     runs: dict[str, StrategyRun] = {}
     progress("default pipeline")
     runs["default"], default_results = run_strategy("default", default_label, default, questions, nowhere=nowhere)
