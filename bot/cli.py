@@ -72,7 +72,21 @@ def _env_name(field: str) -> str:
     return str(choices[0]) if choices else f"FOOTNOTE_{field.upper()}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Footnote's commands: a command's own error reads as every other error Footnote prints,
+    one line starting "footnote:" (click's usage errors keep their usage line)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError:
+            raise
+        except click.ClickException as exc:
+            click.secho(f"footnote: {exc.format_message()}", fg="red", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--data-dir", type=click.Path(path_type=Path), help="Where the index lives [env FOOTNOTE_DATA_DIR].")
 @click.pass_context
 def main(ctx: click.Context, data_dir: Path | None) -> None:
