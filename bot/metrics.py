@@ -24,11 +24,14 @@ class _Documents(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         try:
-            t = self._totals()
+            t: dict[str, int] | None = self._totals()
         except StoreUnreachable:  # no counts to give; the rest of the page still is
-            yield GaugeMetricFamily("footnote_index_reachable", "Whether the index's store answers", value=0)
+            t = None
+        yield GaugeMetricFamily(
+            "footnote_index_reachable", "Whether the index's store answers", value=int(t is not None)
+        )
+        if t is None:
             return
-        yield GaugeMetricFamily("footnote_index_reachable", "Whether the index's store answers", value=1)
         docs = GaugeMetricFamily("footnote_documents", "Documents in the index by state", labels=["state"])
         for state in ("indexed", "failed", "stale"):
             docs.add_metric([state], t.get(state, 0))

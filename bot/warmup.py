@@ -8,7 +8,8 @@ journaled, acked and told what is happening, and answered once the phase is read
 Phases, in order: ``starting`` (nothing loaded yet), ``loading`` (the models), ``syncing``
 (the first read of the drive, with documents done and to do), ``ready``; or ``model
 unavailable`` (ready, but the answer model could not be loaded: a question it would
-answer gets the passages it would have read, saying so; refusals and search still work) or ``failed`` (the warm-up stopped the server: a wrong folder).
+answer gets the passages it would have read, saying so; refusals and search still work)
+or ``failed`` (the warm-up stopped the server: a wrong folder).
 
 Each phase change is also written to ``<data dir>/serving/<host>-<pid>.json``, which
 `footnote status` reads: the same phase, from another process.

@@ -187,19 +187,13 @@ class LlamaCppModel:
                 grammar=_compiled(grammar) if isinstance(grammar, str) else None,
                 logits_processor=LogitsProcessorList([greedy]) if greedy else None,
             )
-            parts: list[str] = []
-            tail = ""
+            written = _Written(on_token)
             try:
                 for event in stream:
                     delta = event["choices"][0]["delta"] if isinstance(event, dict) else {}
                     piece = str(delta.get("content") or "") if isinstance(delta, dict) else ""
-                    if piece:
-                        parts.append(piece)
-                        if on_token:
-                            on_token(piece)
-                        tail = (tail + piece)[-LOOP_CHARS:]
-                        if looping(tail):
-                            break
+                    if not written.add(piece):
+                        break
                     if time.monotonic() > end:
                         raise ModelError(f"the language model did not finish within {limit:.0f} s")
             finally:
@@ -207,7 +201,7 @@ class LlamaCppModel:
                 if callable(close):
                     close()
             self.starts.after(kind)
-            return "".join(parts)
+            return written.text
         except ModelError:
             raise
         except Exception as exc:
@@ -520,8 +514,7 @@ class OpenAICompatibleModel:
             raise ModelError(f"the model server at {self.url} stopped while answering ({exc})") from exc
 
     def _events(self, response: Any, end: float, on_token: OnToken | None) -> str:
-        parts: list[str] = []
-        tail = ""
+        written = _Written(on_token)
         for raw in response:
             line = raw.decode("utf-8", "replace").strip()
             if not line.startswith("data:"):
@@ -532,21 +525,17 @@ class OpenAICompatibleModel:
             event = json.loads(data)
             if isinstance(event, dict) and event.get("error"):
                 raise ModelError(f"the model server at {self.url} failed while answering: {_message(event)}")
-            piece = _content(event, "delta")  # None: an event without text (a usage report)
-            if piece:
-                parts.append(piece)
-                if on_token:
-                    on_token(piece)
-                tail = (tail + piece)[-LOOP_CHARS:]
-                if looping(tail):
-                    break  # closing the response stops the server's work on it too
+            # None: an event without text (a usage report). A loop ends the reading, and
+            # closing the response stops the server's work on it too.
+            if not written.add(_content(event, "delta") or ""):
+                break
             if time.monotonic() > end:
                 raise ModelError(f"the model server at {self.url} did not finish within the answer's deadline")
         else:
-            if not parts:
+            if not written.text:
                 raise _Unfinished
             raise ModelError(f"the model server at {self.url} stopped in the middle of its answer")
-        return "".join(parts)
+        return written.text
 
     def reachable(self, timeout_s: float = 2.0) -> bool:
         """Whether the server answers its model list (for health checks)."""
@@ -592,6 +581,30 @@ def _content(body: Any, key: str) -> str | None:
         return str(body["choices"][0][key].get("content") or "")
     except (KeyError, IndexError, TypeError, AttributeError):
         return None
+
+
+class _Written:
+    """The text a model writes, piece by piece, in-process or from a server's stream: each
+    piece handed on as it comes, and the writing ended where it falls into a loop."""
+
+    def __init__(self, on_token: OnToken | None) -> None:
+        self._on_token = on_token
+        self._parts: list[str] = []
+        self._tail = ""
+
+    def add(self, piece: str) -> bool:
+        """Keep ``piece`` (empty: nothing); False once the text loops (stop reading)."""
+        if not piece:
+            return True
+        self._parts.append(piece)
+        if self._on_token:
+            self._on_token(piece)
+        self._tail = (self._tail + piece)[-LOOP_CHARS:]
+        return not looping(self._tail)
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
 
 
 LOOP_CHARS = 32  # see looping
