@@ -179,15 +179,22 @@ def _folder_settings(settings: Settings, docs_dir: Path | None, reindex_from: Pa
 @main.command()
 @click.argument("docs_dir", required=False, type=click.Path(path_type=Path))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Let an empty folder empty the index. Without it, an empty folder (a drive that is not "
+    "mounted?) removes nothing and is an error.",
+)
 @_reindex_option
 @click.pass_obj
 @_friendly
-def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: Path | None) -> None:
+def index(settings: Settings, docs_dir: Path | None, quiet: bool, allow_empty: bool, reindex_from: Path | None) -> None:
     """Sync DOCS_DIR (default FOOTNOTE_DOCS_DIR) into the index.
 
     Unchanged files are skipped by content hash; changed files are rebuilt; deleted
     files leave the index. A file that cannot be read is recorded as failed with its
-    reason and never stops the others. Then the gate is calibrated on the index (when
+    reason and never stops the others; the documents of a folder that cannot be listed
+    are kept. An empty folder removes nothing unless --allow-empty says so. Then the gate is calibrated on the index (when
     it changed), and confirmed pairs whose passage is gone retire. Exits 0 when the
     sync ran, even with failures.
     An index belongs to the folder it was first built from: another folder is
@@ -196,7 +203,7 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
     settings = _folder_settings(settings, docs_dir, reindex_from)
     rt = Builder(settings)
     _claim_folder(rt, reindex_from is not None)
-    report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
+    report = rt.engine.sync(progress=not quiet and sys.stderr.isatty(), allow_empty=allow_empty)
     rt.engine.searcher()  # reads the index as it is now: the drive's languages are recorded
     wanted = rt.embedding_model(rt.drive_languages())
     if rt.embedding_in_use is not None and wanted != rt.embedding_in_use:
@@ -204,7 +211,7 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, reindex_from: 
         # the index is built again with the model that reads them (every document is stale).
         click.echo(f"The drive's languages call for the {wanted} embedding model: indexing again with it.")
         rt = Builder(settings)
-        report = rt.engine.sync(progress=not quiet and sys.stderr.isatty())
+        report = rt.engine.sync(progress=not quiet and sys.stderr.isatty(), allow_empty=allow_empty)
     retired = rt.learned.retire(rt.engine.searcher().snapshot)
     click.echo(
         f"Synced {settings.docs_dir} in {report.seconds:.1f}s: {len(report.indexed)} indexed "

@@ -113,6 +113,7 @@ class SourceFile:
     rel: str
     path: Path
     skip: str | None = None  # why this file is not indexed (shown in `footnote index` and `status`)
+    unlisted: bool = False  # a folder that could not be listed: what it held is kept, not removed
 
 
 def no_folder(docs_dir: Path) -> str:
@@ -129,10 +130,13 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
     folder too (it is not entered): the folder is the boundary of what may be quoted. So
     does anything that is not a regular file (a FIFO, a socket, a device), found by
     ``stat``, never by opening it. A linked folder that stays inside is not entered either
-    (its files are found at their own path) and is not listed.
+    (its files are found at their own path) and is not listed. A folder that cannot be
+    listed (no permission, a network drive's I/O error) comes ``unlisted``, with its reason.
     """
     root_dir = docs_dir.resolve()
-    for root, dirs, files in os.walk(docs_dir, followlinks=False):
+    errors: list[OSError] = []  # os.walk would pass over them without a word
+    for root, dirs, files in os.walk(docs_dir, onerror=errors.append, followlinks=False):
+        yield from _unlisted(errors, docs_dir)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in dirs:
             full = Path(root) / name
@@ -156,6 +160,22 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
                 )
                 continue
             yield SourceFile(rel, full, _outside(full, root_dir) or _not_regular(full))
+    yield from _unlisted(errors, docs_dir)
+
+
+def _unlisted(errors: list[OSError], docs_dir: Path) -> Iterator[SourceFile]:
+    """The folders whose listing failed since the last call, each once."""
+    while errors:
+        exc = errors.pop(0)
+        path = Path(exc.filename) if exc.filename else docs_dir
+        rel = path.relative_to(docs_dir).as_posix() if path.is_relative_to(docs_dir) else "."
+        why = f"cannot list this folder ({exc.strerror or exc}): the documents indexed from it are kept as they are"
+        yield SourceFile(rel, path, why, unlisted=True)
+
+
+def _under(path: str, folder: str) -> bool:
+    """Whether the document ``path`` lies in ``folder`` (both relative to the docs folder)."""
+    return folder == "." or path.startswith(folder + "/")
 
 
 def _utf8(name: str) -> bool:
@@ -291,12 +311,22 @@ class Indexer:
         return skipped, read
 
     def sync(
-        self, *, progress: bool = False, only: Collection[str] | None = None, on_progress: Progress | None = None
+        self,
+        *,
+        progress: bool = False,
+        only: Collection[str] | None = None,
+        on_progress: Progress | None = None,
+        allow_empty: bool = False,
     ) -> SyncReport:
         """Bring the store and manifest in line with the folder (or, with ``only``, those paths).
 
         ``on_progress(done, total)`` is told how many of the documents to (re)index are done:
-        at (0, total) once the folder is read, then after each one."""
+        at (0, total) once the folder is read, then after each one.
+
+        A folder that holds nothing while the index holds documents is refused (a
+        :class:`StoreError`) before anything is removed, unless ``allow_empty``: a shared
+        drive that is not mounted leaves an empty folder behind, and removing every document
+        would also retire every pair the team confirmed."""
         if not self.docs_dir.is_dir():
             raise StoreError(no_folder(self.docs_dir))
         t0 = self.clock()
@@ -312,6 +342,8 @@ class Indexer:
                 continue
             if src.skip:
                 report.skipped[src.rel] = src.skip
+                if src.unlisted:  # not seen is not gone: its documents stay until it can be listed
+                    seen.update(p for p in known if _under(p, src.rel))
                 continue
             ex = extractor_for(src.rel, self.ocr)
             if ex is None:
@@ -329,6 +361,11 @@ class Indexer:
                 continue
             todo.append((src, ex, data, digest))
         gone = sorted(p for p in set(known) - seen if only is None or p in only)
+        if only is None and known and not seen and not report.skipped and not allow_empty:
+            raise StoreError(
+                f"the docs folder {self.docs_dir} is empty, yet the index holds {len(known)} documents from it: "
+                "is the drive mounted? Nothing was removed; to empty the index, run `footnote index --allow-empty`"
+            )
         # A gone file whose exact bytes reappear under a new path was renamed: its
         # vectors move with it instead of being computed again.
         moved_from = {known[p].content_hash: p for p in gone if known[p].state in (INDEXED, STALE)}

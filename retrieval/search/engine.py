@@ -148,7 +148,12 @@ class Engine:
     # Syncing.
 
     def sync(
-        self, *, progress: bool = False, only: Collection[str] | None = None, on_progress: Progress | None = None
+        self,
+        *,
+        progress: bool = False,
+        only: Collection[str] | None = None,
+        on_progress: Progress | None = None,
+        allow_empty: bool = False,
     ) -> SyncReport:
         """Bring the index up to date with the folder; questions meanwhile see the last snapshot.
 
@@ -165,7 +170,9 @@ class Engine:
             try:
                 if self.manifest.docs_folder() is None and self.cfg.docs_dir.is_dir():
                     self.manifest.set_docs_folder(str(self.docs_folder()))
-                report = self.indexer.sync(progress=progress, only=only, on_progress=on_progress)
+                report = self.indexer.sync(
+                    progress=progress, only=only, on_progress=on_progress, allow_empty=allow_empty
+                )
                 if report.indexed or report.removed or report.failed or report.renamed:
                     self.lease.bump()
             except Exception as exc:

@@ -140,6 +140,49 @@ def test_empty_folder_gives_an_empty_searchable_index(tmp_path: Path) -> None:
     assert res.hits == [] and eng.searcher().snapshot.vectors.shape[0] == 0
 
 
+def test_a_folder_emptied_under_an_index_removes_nothing_unless_allowed(docs: Path, tmp_path: Path) -> None:
+    from retrieval.errors import StoreError
+
+    eng = memory_engine(docs)
+    eng.sync()
+    away = tmp_path / "away"
+    shutil.move(str(docs), away)
+    docs.mkdir()  # a shared drive that is not mounted: its mount point, empty
+    with pytest.raises(StoreError, match=r"empty, yet the index holds 3 documents.*is the drive mounted"):
+        eng.sync()
+    assert sorted(eng.manifest.all()) == ["expenses.md", "on-call.md", "time-off.txt"]
+    assert eng.searcher().search("acknowledge a SEV1 page").hits  # still answering
+    docs.rmdir()
+    shutil.move(str(away), docs)
+    assert eng.sync().unchanged == 3  # back: nothing to do again
+    for f in docs.iterdir():
+        f.unlink()
+    report = eng.sync(allow_empty=True)  # emptied on purpose
+    assert sorted(report.removed) == ["expenses.md", "on-call.md", "time-off.txt"] and eng.manifest.all() == {}
+
+
+def test_a_folder_that_cannot_be_listed_keeps_its_documents(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (docs / "team").mkdir()
+    (docs / "team" / "rota.md").write_text("# Rota\n\nThe rota changes every Monday at noon.\n")
+    eng = memory_engine(docs)
+    eng.sync()
+    original = os.scandir
+
+    def deny(path: str | os.PathLike[str] = ".") -> object:
+        # A network drive's folder that fails to list (EIO), or one we may not read: os.walk passes over it.
+        if Path(path).name == "team":
+            raise OSError(5, "Input/output error", str(path))
+        return original(path)
+
+    monkeypatch.setattr(os, "scandir", deny)
+    report = eng.sync()
+    assert report.removed == [] and "team/rota.md" in eng.manifest.all()
+    assert report.skipped["team"].startswith("cannot list this folder (Input/output error)")
+    monkeypatch.undo()
+    shutil.rmtree(docs / "team")
+    assert eng.sync().removed == ["team/rota.md"]  # listed again: really gone
+
+
 def test_snapshot_leaves_out_documents_it_may_not_search(docs: Path) -> None:
     from retrieval.index.snapshot import Snapshot
 
