@@ -51,6 +51,20 @@ def local_zone() -> tzinfo:
         ) from exc
 
 
+def run_logged(sync: Callable[[], object], what: str) -> bool:
+    """Run ``sync``; a failure is logged (and shown in status by the engine), never raised:
+    the index it leaves keeps answering. Whether it ran."""
+    try:
+        sync()
+    except FootnoteError as exc:  # written for a person (a store that is down): one line each time
+        log.error("%s failed: %s", what, exc)
+    except Exception:
+        log.exception("%s failed", what)
+    else:
+        return True
+    return False
+
+
 class SyncSchedule:
     def __init__(self, trigger: Trigger | None) -> None:
         self._trigger = trigger
@@ -62,12 +76,7 @@ class SyncSchedule:
             return
 
         def run() -> None:
-            try:
-                sync()
-            except FootnoteError as exc:  # written for a person (a store that is down): one line each time
-                log.error("scheduled sync failed: %s", exc)
-            except Exception:  # a failed sync is logged and shown in status; the schedule goes on
-                log.exception("scheduled sync failed")
+            run_logged(sync, "scheduled sync")
 
         self._scheduler.add_job(run, self._trigger, id=JOB_ID, max_instances=1, coalesce=True, misfire_grace_time=300)
         self._scheduler.start()

@@ -38,7 +38,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.health import Health
 from bot.http_server import HttpServer, Limits, SlackEvents, View, bind, make_server
 from bot.metrics import Metrics
-from bot.scheduler import SyncSchedule
+from bot.scheduler import SyncSchedule, run_logged
 from bot.slack_app import SlackBot
 from bot.warmup import Phase, Warmup
 from retrieval.errors import ConfigError, FootnoteError, StoreUnreachable, SyncBusy
@@ -84,12 +84,14 @@ class Service:
     def _index_json(self, answering: bool) -> dict[str, object]:
         """The index's counts; while a Chroma server does not answer, none, and ``ok`` as
         long as questions are ``answering`` from the index in memory (the engine's snapshot):
-        restarting or unreadying this replica would not bring the server back."""
+        restarting or unreadying this replica would not bring the server back. Nor would it
+        mount a drive: a failed sync is ``last_sync_failed``, and the index answers as it is."""
         try:
-            return {**self.health().as_json(), "index_reachable": True}
+            h = self.health()
         except StoreUnreachable as exc:
             log.warning("health without the index's counts: %s", exc)
             return {"ok": answering, "index_reachable": False}
+        return {**h.as_json(), "ok": h.indexed > 0, "index_reachable": True}
 
     def has_index(self) -> bool:
         """Documents to answer from, built by the current models (a half-migrated index is not)."""
@@ -274,7 +276,9 @@ def warm_up(svc: Service, loads: Sequence[ModelLoad], opts: ServeOptions, stop: 
             svc.engine.searcher()
             w.ready(model_error)
             _prime(svc, model_error)
-            svc.sync()
+            # A drive not there at a restart (not mounted yet) must not take answers away: the
+            # index answers as it is, status shows the sync's error, and the schedule tries again.
+            run_logged(svc.sync, "sync at start")
         else:
             w.syncing()
             svc.sync(on_progress=w.syncing)

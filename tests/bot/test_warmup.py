@@ -151,6 +151,29 @@ def test_a_warm_up_that_fails_stops_the_server_and_healthz_says_broken(
     assert health["broken"] and health["phase"] == "failed" and not health["ok"]
 
 
+def test_a_restart_whose_drive_is_not_there_answers_from_its_index_and_says_why_it_did_not_sync(
+    tmp_path: Path, embedder: Embedder, slack: FakeSlack
+) -> None:
+    import shutil
+
+    docs = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, docs)
+    warm_up(_builder(tmp_path, embedder, slack, docs).service(), [], OPTS, threading.Event())
+    shutil.rmtree(docs)  # the shared drive is not mounted yet at the restart
+    svc = _builder(tmp_path, embedder, slack, docs).service()
+    stop = threading.Event()
+    with svc.http_server(("127.0.0.1", 0)) as server:
+        warm_up(svc, [], OPTS, stop)
+        assert not stop.is_set() and svc.warmup.state().phase is Phase.READY
+        for probe in ("healthz", "readyz"):  # neither a restart nor unreadying would mount the drive
+            status, health = _get(f"{server.url}/{probe}")
+            assert status == 200 and health["ok"] and health["last_sync_failed"] and health["indexed"] == 3
+        assert _mention(server.url, slack, "701.1") == 200
+        assert svc.bot.drain(60)
+    (final,) = slack.finals()
+    assert "[1]" in json.dumps(final["blocks"])  # answered from the index it has
+
+
 def test_a_model_that_cannot_load_is_a_visible_phase_not_a_silent_wait(
     tmp_path: Path, embedder: Embedder, slack: FakeSlack
 ) -> None:
