@@ -181,7 +181,7 @@ def load_documents(docs_dir: Path, max_bytes: int, ignore: Sequence[str] = (), o
     docs = []
     for src in walk(docs_dir, ignore):
         ex = extractor_for(src.rel, ocr)
-        if ex is None or src.path.stat().st_size > max_bytes:
+        if src.skip or ex is None or src.path.stat().st_size > max_bytes:  # src.skip: a FIFO would never end
             continue
         try:
             docs.append(ex.extract(src.rel, src.path.read_bytes()))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
-from retrieval.evaluation.suite import VectorCache, paired_ranks
+from retrieval.evaluation.suite import VectorCache, load_documents, paired_ranks
 
 
 class CountingEmbedder:
@@ -55,3 +56,12 @@ def test_ranks_are_paired_with_an_earlier_run_by_id_and_style() -> None:
         ("ticket", 1): (2, 1, 0),
         ("ticket", 4): (2, 1, 0),
     }
+
+
+def test_the_eval_reads_only_what_the_indexer_would(tmp_path: Path) -> None:
+    docs, outside = tmp_path / "docs", tmp_path / "secret.md"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nInside the folder.\n")
+    outside.write_text("# Secret\n\nOutside the folder.\n")
+    (docs / "linked.md").symlink_to(outside)  # skipped by the walk, as a FIFO is (whose read never ends)
+    assert [d.path for d in load_documents(docs, 10_000_000)] == ["a.md"]
