@@ -27,7 +27,7 @@ from bot.gate_status import calibration, gate_json, gate_text
 from bot.scheduler import make_trigger
 from bot.warmup import State, serving_states
 from config.settings import Settings, load_settings, unknown_variables
-from retrieval.errors import ConfigError, FootnoteError, ModelError
+from retrieval.errors import ConfigError, FootnoteError, ModelError, disk_full, no_space
 from retrieval.index import DocRecord, totals
 from retrieval.search import main_of
 
@@ -45,6 +45,11 @@ def _friendly(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except FootnoteError as exc:
             click.secho(f"footnote: {exc}", fg="red", err=True)
+            sys.exit(1)
+        except Exception as exc:
+            if not disk_full(exc):  # anything else is a defect: its traceback is wanted
+                raise
+            click.secho(f"footnote: {no_space(exc)}", fg="red", err=True)
             sys.exit(1)
 
     return inner

@@ -4,6 +4,8 @@ the CLI and the bot translate them into a message for a person."""
 
 from __future__ import annotations
 
+import errno
+
 
 class FootnoteError(Exception):
     """Base class: the message is written for the person who will read it."""
@@ -31,3 +33,26 @@ class ExtractionError(FootnoteError):
 
 class SyncBusy(StoreError):
     """Another process or replica holds the sync lease; the caller may try later."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it came from, says the disk (or quota) is full: an
+    ``OSError`` with ENOSPC or EDQUOT, or SQLite's (and Chroma's) "database or disk is full"."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes, not a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "disk is full" in str(seen) or "No space left on device" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def no_space(exc: BaseException) -> StoreError:
+    """The one-line error for a write that found the disk full."""
+    return StoreError(
+        f"no space left on the disk that holds Footnote's data ({exc}): nothing more was written; "
+        "free some space and run it again (a document left half-written is rebuilt by the next sync)"
+    )

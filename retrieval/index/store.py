@@ -10,16 +10,17 @@ try to download a model, so the collections get one that refuses to run.
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 
-from retrieval.errors import StoreError, StoreUnreachable
+from retrieval.errors import StoreError, StoreUnreachable, disk_full, no_space
 from retrieval.index.records import Fields, Scalar
 from retrieval.types import Chunk
 
@@ -100,7 +101,7 @@ class ChromaStore:
         from chromadb.config import Settings as ChromaSettings
 
         settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-        self._url = url
+        self._url, self._path = url, path
         try:
             if url:
                 from urllib.parse import urlparse
@@ -154,9 +155,14 @@ class ChromaStore:
             raise StoreError(f"cannot open the {name} collection: {exc}") from exc
 
     def _reached(self, collection: Collection) -> Collection:
-        """A server's collection whose calls fail as :class:`StoreUnreachable` when the server
-        does not answer; an on-disk one as it is."""
-        return collection if self._url is None else cast("Collection", _Reached(collection, self._url))
+        """The collection, its failures a person can act on raised as one line: a server's
+        calls as :class:`StoreUnreachable` when it does not answer, an on-disk one's as
+        "no space left" when its disk is full."""
+        url, path = self._url, self._path
+        if url is not None:
+            return cast("Collection", _Guarded(collection, lambda exc: _gone(url, exc) if _unreachable(exc) else None))
+        assert path is not None
+        return cast("Collection", _Guarded(collection, lambda exc: no_space(exc) if _full(path, exc) else None))
 
     def add(
         self,
@@ -247,14 +253,15 @@ class ChromaStore:
         return StoredIndex(chunks, vectors, _matrix(sg["embeddings"])[keep], owners[keep])
 
 
-class _Reached:
-    """A Chroma server's collection: a call the server does not answer (it is down,
-    restarting, or the network between is) raises :class:`StoreUnreachable`, one line a
-    person can act on, instead of the HTTP client's error from deep inside chromadb."""
+class _Guarded:
+    """A Chroma collection whose calls raise what ``explain`` makes of a failure, one line a
+    person can act on (a server that is down, restarting, or the network between; a disk
+    that is full), instead of the error from deep inside chromadb; a failure it makes
+    nothing of is raised as it is."""
 
-    def __init__(self, collection: Any, url: str) -> None:
+    def __init__(self, collection: Any, explain: Callable[[Exception], StoreError | None]) -> None:
         self._c = collection
-        self._url = url
+        self._explain = explain
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._c, name)
@@ -265,9 +272,10 @@ class _Reached:
             try:
                 return attr(*args, **kwargs)
             except Exception as exc:
-                if _unreachable(exc):
-                    raise _gone(self._url, exc) from exc
-                raise
+                failure = self._explain(exc)
+                if failure is None:
+                    raise
+                raise failure from exc
 
         return call
 
@@ -277,6 +285,19 @@ def _unreachable(exc: BaseException) -> bool:
     import httpx
 
     return isinstance(exc, httpx.TransportError | ConnectionError | TimeoutError)
+
+
+LOW_SPACE = 64 * 2**20  # Chroma's own error for a full disk ("Error in compaction: …") does not say so
+
+
+def _full(path: Path, exc: BaseException) -> bool:
+    """Whether a failure of the on-disk store at ``path`` comes from a disk that is full."""
+    if disk_full(exc):
+        return True
+    try:
+        return shutil.disk_usage(path).free < LOW_SPACE
+    except OSError:
+        return False
 
 
 def _gone(url: str, exc: BaseException) -> StoreUnreachable:

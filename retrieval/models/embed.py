@@ -187,13 +187,12 @@ class _OnnxEncoder:
         if quantized and not int8.is_file():
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
-            tmp = int8.with_suffix(f".tmp-{os.getpid()}.onnx")
             logging.disable(logging.WARNING)  # its advice to "pre-process" goes to the root logger
             try:
-                quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+                with _whole(int8) as tmp:
+                    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
             finally:
                 logging.disable(logging.NOTSET)
-            tmp.replace(int8)
         return int8 if quantized else fp32
 
     def encode(self, batch: dict[str, np.ndarray]) -> np.ndarray:
@@ -279,9 +278,8 @@ def _export_graph(module: Any, example: tuple[Any, ...], names: list[str], targe
     batch and sequence axes free, its output named ``hidden``."""
     import torch
 
-    tmp = target.with_suffix(f".tmp-{os.getpid()}.onnx")
     # The exporter warns about tracing details of the model's code; none is actionable.
-    with torch.no_grad(), warnings.catch_warnings():
+    with _whole(target) as tmp, torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             module,
@@ -293,7 +291,18 @@ def _export_graph(module: Any, example: tuple[Any, ...], names: list[str], targe
             opset_version=17,
             dynamo=False,
         )
-    tmp.replace(target)
+
+
+@contextlib.contextmanager
+def _whole(target: Path) -> Iterator[Path]:
+    """A temporary path to write ``target`` at, which then takes its place; after a failure
+    (a disk that is full) it is removed, so it does not hold the space it took."""
+    tmp = target.with_suffix(f".tmp-{os.getpid()}.onnx")
+    try:
+        yield tmp
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @dataclass

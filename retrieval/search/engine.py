@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.errors import StoreError, StoreUnreachable, SyncBusy
+from retrieval.errors import StoreError, StoreUnreachable, SyncBusy, disk_full, no_space
 from retrieval.index import INDEXED, STALE, DocRecord, Lease, Manifest, Snapshot, VectorStore
 from retrieval.ingest import (
     ChunkerConfig,
@@ -176,8 +176,11 @@ class Engine:
                 if report.indexed or report.removed or report.failed or report.renamed:
                     self.lease.bump()
             except Exception as exc:
-                self.last_sync = LastSync(self._wall(), self._wall() - t0, None, str(exc))
-                raise
+                failure = no_space(exc) if disk_full(exc) else exc
+                self.last_sync = LastSync(self._wall(), self._wall() - t0, None, str(failure))
+                if failure is exc:
+                    raise
+                raise failure from exc
             finally:
                 self.lease.release()
             # Built before the swap, so questions keep the old searcher meanwhile.

@@ -521,3 +521,25 @@ def test_status_says_what_the_drive_s_languages_mean_for_a_question_in_another(
     passages: dict[str, int], said: str
 ) -> None:
     assert _drive_language_text(passages) == said
+
+
+def test_a_full_disk_anywhere_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    import errno
+    import sqlite3
+
+    from bot.cli import _friendly
+
+    @_friendly
+    def command(exc: Exception) -> None:  # any command: each is wrapped so
+        raise exc
+
+    with pytest.raises(SystemExit) as stop:
+        command(OSError(errno.ENOSPC, "No space left on device"))
+    assert stop.value.code == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "footnote: no space left on the disk that holds Footnote's data ([Errno 28] No space left on device): "
+        "nothing more was written; free some space and run it again (a document left half-written is rebuilt by "
+        "the next sync)"
+    ]
+    with pytest.raises(sqlite3.OperationalError):  # anything else is a defect: its traceback is wanted
+        command(sqlite3.OperationalError("database is locked"))

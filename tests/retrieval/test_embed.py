@@ -211,3 +211,18 @@ def test_a_model_folder_with_checksums_is_checked_before_it_loads(tmp_path: Path
         f.write(b"\0\1\2\3")
     with pytest.raises(ConfigError, match=r"is damaged: model\.safetensors fails its SHA256SUMS line"):
         model_folder(str(folder))
+
+
+def test_an_export_that_fails_leaves_no_part_of_itself_behind(tmp_path: Path) -> None:
+    import errno
+
+    from retrieval.models.embed import _whole
+
+    target = tmp_path / "model.onnx"
+    with pytest.raises(OSError, match="No space left"), _whole(target) as tmp:
+        tmp.write_bytes(b"\0" * 1024)  # the disk filled up mid-write: its part would hold the space
+        raise OSError(errno.ENOSPC, "No space left on device")
+    assert list(tmp_path.iterdir()) == []
+    with _whole(target) as tmp:
+        tmp.write_bytes(b"model")
+    assert list(tmp_path.iterdir()) == [target] and target.read_bytes() == b"model"

@@ -183,6 +183,22 @@ def test_a_folder_that_cannot_be_listed_keeps_its_documents(docs: Path, monkeypa
     assert eng.sync().removed == ["team/rota.md"]  # listed again: really gone
 
 
+def test_a_sync_that_finds_the_disk_full_says_so_in_one_line(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from retrieval.errors import StoreError
+
+    eng = memory_engine(docs)
+
+    def full(**kwargs: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(eng.indexer, "sync", full)
+    with pytest.raises(StoreError, match=r"^no space left on the disk .*database or disk is full"):
+        eng.sync()
+    assert eng.last_sync is not None and (eng.last_sync.error or "").startswith("no space left")  # status shows it
+
+
 def test_snapshot_leaves_out_documents_it_may_not_search(docs: Path) -> None:
     from retrieval.index.snapshot import Snapshot
 

@@ -105,3 +105,29 @@ def test_a_drive_of_more_sentences_or_paths_than_sqlite_has_variables_works_whol
     assert [len(v) for v in store.vectors_for(many)] == [n_chunks, n_chunks * per_chunk]
     store.delete_paths(many)
     assert store.count_by_path() == {} and len(store.load().sentence_vectors) == 0
+
+
+def test_a_write_that_finds_the_disk_full_is_one_line_that_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    from collections import namedtuple
+
+    from retrieval.errors import StoreError
+
+    store = ChromaStore(tmp_path / "chroma")
+    _add(store, "a.md", 2)
+
+    def compaction(*args: object, **kwargs: object) -> None:
+        # What chromadb raised on a full tmpfs (measured): its message does not say why.
+        raise RuntimeError("Error in compaction: Failed to apply logs to the metadata segment")
+
+    monkeypatch.setattr(store._chunks._c, "add", compaction)  # type: ignore[attr-defined]
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**10, 10**10 - 2**20, 2**20))
+    with pytest.raises(StoreError, match=r"^no space left on the disk .*Error in compaction"):
+        _add(store, "b.md", 2)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**10, 10**9, 9 * 10**9))
+    with pytest.raises(RuntimeError, match="Error in compaction"):  # room enough: a defect, raised as it is
+        _add(store, "b.md", 2)
+    assert store.count_by_path() == {"a.md": 2}
