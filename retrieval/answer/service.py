@@ -518,7 +518,8 @@ class AnswerService:
         q = turn.result.query_vector
         distance = float(1.0 - snap.vectors[match.chunk] @ q) if q is not None else 0.0
         confirmed = Hit(chunk, 1.0, distance, {"learned": match.cosine})
-        sources = [confirmed, *[h for h in turn.result.hits if h.chunk.id != chunk.id][: self.max_sources - 1]]
+        others = [h for h in turn.result.hits if h.chunk.content != chunk.content]  # a copy's passage is the same
+        sources = [confirmed, *others[: self.max_sources - 1]]
         p = match.pair
         # The passage as confirmed is one source: what the teammate saw is what is cited.
         sentences = [SourceSentence(1, 1, confirmed, p.start, p.end, p.quote)]

@@ -26,7 +26,7 @@ from retrieval.index import Snapshot
 from retrieval.models import Embedder
 from retrieval.search.languages import Languages
 from retrieval.search.rerank import Candidate, Reranker
-from retrieval.types import Hit
+from retrieval.types import Chunk, Hit
 
 FUSIONS = ("weighted", "rrf", "dense", "bm25")
 K = TypeVar("K", bound=Hashable)
@@ -159,6 +159,7 @@ class Searcher:
         cands = self._fuse(dense_ids, top_bm, cos, bm)
         if allowed is not None:
             cands = [c for c in cands if allowed[c.index]]
+        cands = distinct(cands, snap.chunks)
         timings["fuse"] = _lap(t)
 
         t = time.perf_counter()
@@ -204,6 +205,22 @@ class Searcher:
         return [
             Candidate(i, scores[i], {"cosine": float(cos[i]), "bm25": float(bm[i]), "fused": scores[i]}) for i in order
         ]
+
+
+def distinct(cands: list[Candidate], chunks: Sequence[Chunk]) -> list[Candidate]:
+    """One candidate per passage text, at the place of the first. A document copied within
+    the drive ("On-call (1).md", "Copy of Handbook.docx") would show each passage twice and
+    push another passage out of the three shown; of equal scores the plainest path (the
+    shortest, then the first by name) stands for the copies, else the best-scored one."""
+    groups: dict[str, list[Candidate]] = {}
+    for c in cands:
+        groups.setdefault(chunks[c.index].content, []).append(c)
+
+    def plainest(m: Candidate) -> tuple[float, int, str]:
+        path = chunks[m.index].path
+        return (-m.score, len(path), path)
+
+    return [min(members, key=plainest) for c in cands if (members := groups[chunks[c.index].content])[0] is c]
 
 
 def _lap(t: float) -> float:

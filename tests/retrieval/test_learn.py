@@ -218,3 +218,17 @@ def test_replay_confirms_the_passage_it_showed_and_counts_questions_that_got_no_
         learned=LearnedPairs(SqliteRecords(engine.docs_folder().parent / "other.sqlite3", "learned")),
     )
     assert replay(svc, first) == Replayed(confirmed=0, failed=2) and model.calls == 2
+
+
+def test_a_confirmed_passage_is_read_once_though_the_drive_holds_copies_of_it(
+    drive: tuple[Engine, Path, LearnedPairs],
+) -> None:
+    engine, _, pairs = drive  # ops/ and hr/ hold the same documents: search shows hr/'s
+    svc = _service(engine, pairs, NeverCalledModel())
+    pointer = next(p for p in svc.answer(ASKED, folders=["ops"]).pointers if ACK in p.quote)
+    assert pointer.path == "ops/on-call.md" and svc.confirm(ASKED, pointer, None, "U1", "pointer") is not None
+    # A model that fails: the passages it would have read are pointed at, the confirmed one first.
+    a = _service(engine, pairs, FailingModel()).answer(LATER)
+    assert a.learned is not None and a.pointers[0].path == "ops/on-call.md"
+    quotes = [p.quote for p in a.pointers]
+    assert len(quotes) == len(set(quotes)) == 3  # a copy's passage (hr/'s) is not shown again

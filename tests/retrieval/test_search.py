@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from retrieval.evaluation.metrics import needle_rank, recall_at
+from retrieval.models import Embedder
 from retrieval.search.engine import Engine
 from retrieval.search.gate import gate_signal
 from retrieval.search.searcher import SearchConfig, Searcher, reciprocal_rank, without_pictographs
-from tests.conftest import ANSWERING, DEV, read_jsonl
+from tests.conftest import ANSWERING, DEV, EXAMPLES, make_engine, read_jsonl
 
 
 def _ranks(searcher: Searcher) -> list[int | None]:
@@ -59,3 +63,15 @@ def test_emoji_are_left_out_of_what_a_message_is_embedded_as(dev_engine: Engine)
     plain, chatty = s.search("what does the tokenizer do?"), s.search("what does the tokenizer do? 🤔🙏")
     assert (plain.query_vector == chatty.query_vector).all()
     assert [h.chunk.id for h in plain.hits] == [h.chunk.id for h in chatty.hits]
+
+
+def test_a_copied_document_s_passage_is_found_once_from_its_plainest_path(embedder: Embedder, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, docs)
+    shutil.copy(docs / "on-call.md", docs / "on-call (1).md")  # a drive's copy: "Copy of …", "… (1)"
+    eng = make_engine(embedder, tmp_path / "data", docs)
+    eng.sync()
+    hits = eng.searcher().search("got paged for a sev1, how long until I have to ack it?").hits
+    contents = [h.chunk.content for h in hits]
+    assert len(contents) == len(set(contents))  # each passage once: three shown are three passages
+    assert hits[0].chunk.path == "on-call.md" and "within 5 minutes" in hits[0].chunk.content
