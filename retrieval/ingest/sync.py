@@ -137,11 +137,13 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
     errors: list[OSError] = []  # os.walk would pass over them without a word
     for root, dirs, files in os.walk(docs_dir, onerror=errors.append, followlinks=False):
         yield from _unlisted(errors, docs_dir)
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        here = Path(root).relative_to(docs_dir).as_posix()
+        # An ignored folder is not entered: `archive` or `archive/` skips all it holds.
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _ignored_folder(_rel(here, d), ignore))
         for name in dirs:
             full = Path(root) / name
             rel = full.relative_to(docs_dir).as_posix()
-            if full.is_symlink() and not any(fnmatch.fnmatch(rel, p) for p in ignore):
+            if full.is_symlink():
                 reason = _outside(full, root_dir)
                 if reason is not None:
                     yield SourceFile(rel, full, reason)
@@ -161,6 +163,15 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
                 continue
             yield SourceFile(rel, full, _outside(full, root_dir) or _not_regular(full))
     yield from _unlisted(errors, docs_dir)
+
+
+def _rel(folder: str, name: str) -> str:
+    return name if folder == "." else f"{folder}/{name}"
+
+
+def _ignored_folder(rel: str, ignore: Sequence[str]) -> bool:
+    """Whether a folder is ignored: a glob that names it, with or without its slash."""
+    return any(fnmatch.fnmatch(rel, p.rstrip("/")) for p in ignore)
 
 
 def _unlisted(errors: list[OSError], docs_dir: Path) -> Iterator[SourceFile]:

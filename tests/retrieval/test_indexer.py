@@ -12,7 +12,7 @@ import pytest
 from retrieval.index.manifest import FAILED, INDEXED
 from retrieval.ingest.sync import LONG_EMBED
 from retrieval.models.embed import SentenceTransformerEmbedder
-from testkit.fakes import CountingEmbedder, HashEmbedder, memory_engine
+from testkit.fakes import CountingEmbedder, HashEmbedder, MemoryManifest, MemoryStore, memory_engine
 from tests.conftest import EXAMPLES, make_engine
 
 
@@ -197,6 +197,20 @@ def test_a_sync_that_finds_the_disk_full_says_so_in_one_line(docs: Path, monkeyp
     with pytest.raises(StoreError, match=r"^no space left on the disk .*database or disk is full"):
         eng.sync()
     assert eng.last_sync is not None and (eng.last_sync.error or "").startswith("no space left")  # status shows it
+
+
+def test_an_ignored_folder_is_named_as_a_person_would_and_its_documents_leave(docs: Path) -> None:
+    for rel in ("archive/old.md", "archive/2019/older.md", "team/archive/kept.md"):
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(f"# {rel}\n\nThe rota changes every Monday at noon.\n")
+    store, manifest = MemoryStore(), MemoryManifest()
+    assert "archive/old.md" in memory_engine(docs, store=store, manifest=manifest).sync().indexed
+    report = memory_engine(docs, store=store, manifest=manifest, ignore=("archive/",)).sync()
+    assert sorted(report.removed) == ["archive/2019/older.md", "archive/old.md"]  # ignored now: they leave
+    for ignore in (("archive",), ("archive/",), ("archive/*",)):
+        indexed = set(memory_engine(docs, ignore=ignore).sync().indexed)
+        assert not {"archive/old.md", "archive/2019/older.md"} & indexed, ignore
+        assert "team/archive/kept.md" in indexed  # a folder's glob names it from the top, as a path
 
 
 def test_snapshot_leaves_out_documents_it_may_not_search(docs: Path) -> None:
