@@ -42,6 +42,10 @@ TOO_OLD = N_(
     "answer here. Please ask again (mention @Footnote, or `/ask` your question)."
 )
 WENT_WRONG = N_(":warning: Something went wrong: {why}")
+NOT_STARTED = N_(
+    ":warning: Footnote could not start, so it cannot answer yet: {why}. Your question is kept: it is answered "
+    "here once Footnote runs again."
+)
 # Errors that mean the workspace, token or app does not offer a method: stop trying it.
 UNAVAILABLE = frozenset(
     {
@@ -143,6 +147,11 @@ class Delivery:
 
     def apology(self, job: Job) -> bool:
         text = say(job.question.language, TOO_OLD)
+        return self._replace(job, text, text_blocks(text))
+
+    def not_started(self, job: Job, why: str) -> bool:
+        """The warm-up failed: the question waits in the journal, and its placeholder says why."""
+        text = say(job.question.language, NOT_STARTED, why=why)
         return self._replace(job, text, text_blocks(text))
 
     def _replace(self, job: Job, text: str, blocks: list[dict[str, Any]]) -> bool:

@@ -33,7 +33,7 @@ from bot.metrics import Metrics
 from bot.question import Job, Question
 from bot.scoping import ChannelScopes
 from bot.threads import SlackThreads
-from bot.warmup import Warmup
+from bot.warmup import Phase, Warmup
 from retrieval.answer import Answer, Outcome, Quoted
 from retrieval.learn import Pair
 from retrieval.models import OnToken
@@ -266,6 +266,8 @@ class Intake:
             try:
                 if self._ready():  # when closing, it stays in the journal
                     self._answer(job)
+                elif (why := self._failed_start()) is not None:
+                    self.delivery.not_started(job, why)  # never "Starting up…" for good
             except Exception:
                 log.exception("answering failed outside the answer service")
             finally:
@@ -274,11 +276,18 @@ class Intake:
                     self._changed.notify_all()
 
     def _ready(self) -> bool:
-        """Wait for the warm-up; False when closing first (the question stays in the journal)."""
+        """Wait for the warm-up; False when closing or when it failed first (the question stays
+        in the journal)."""
         while self.warmup is not None and not self.warmup.wait_answering(0.5):
-            if self._closing.is_set():
+            if self._closing.is_set() or self._failed_start() is not None:
                 return False
         return not self._closing.is_set()
+
+    def _failed_start(self) -> str | None:
+        """Why the warm-up failed, if it did (the server then stops)."""
+        if self.warmup is None or (state := self.warmup.state()).phase is not Phase.FAILED:
+            return None
+        return state.detail or "see the server's log"
 
     def _answer(self, job: Job) -> None:
         q = job.question

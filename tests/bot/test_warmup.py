@@ -139,16 +139,23 @@ def test_a_new_index_is_read_whole_first_and_a_restart_answers_before_its_sync(
     assert phases[1][0] is Phase.READY
 
 
-def test_a_warm_up_that_fails_stops_the_server_and_healthz_says_broken(
+def test_a_warm_up_that_fails_stops_the_server_healthz_says_broken_and_a_waiting_question_says_why(
     tmp_path: Path, embedder: Embedder, slack: FakeSlack
 ) -> None:
     svc = _builder(tmp_path, embedder, slack, docs=tmp_path / "not-there").service()
     stop = threading.Event()
-    warm_up(svc, [], OPTS, stop)
+    with svc.http_server(("127.0.0.1", 0)) as server:
+        assert _mention(server.url, slack, "702.1") == 200
+        assert "Starting up" in _placeholder(slack, "702.1")["text"]
+        warm_up(svc, [], OPTS, stop)
+        assert svc.bot.drain(30)
     assert stop.is_set() and svc.warmup.state().phase is Phase.FAILED
     assert "docs folder not found" in str(svc.warmup.error)  # run() raises it: a one-line error
     health = svc.health_json()
     assert health["broken"] and health["phase"] == "failed" and not health["ok"]
+    (told,) = slack.of("chat.update")  # not "Starting up…" for good
+    assert told["ts"] == _placeholder(slack, "702.1")["_ts"]
+    assert told["text"].startswith(":warning: Footnote could not start") and "docs folder not found" in told["text"]
 
 
 def test_a_restart_whose_drive_is_not_there_answers_from_its_index_and_says_why_it_did_not_sync(
