@@ -150,22 +150,24 @@ class Delivery:
         return self._replace(job, text, text_blocks(text))
 
     def not_started(self, job: Job, why: str) -> bool:
-        """The warm-up failed: the question waits in the journal, and its placeholder says why."""
-        text = say(job.question.language, NOT_STARTED, why=why)
-        return self._replace(job, text, text_blocks(text))
+        """The warm-up failed: the question waits in the journal, and its placeholder says why.
+        Text alone, as a placeholder is: a message with blocks is a final one, which the next
+        start would take as the answer already given."""
+        return self._replace(job, say(job.question.language, NOT_STARTED, why=why), None)
 
-    def _replace(self, job: Job, text: str, blocks: list[dict[str, Any]]) -> bool:
+    def _replace(self, job: Job, text: str, blocks: list[dict[str, Any]] | None) -> bool:
         """Update the placeholder in place; if there is none or that fails, post a new reply.
         True when the person can see it."""
         q = job.question
+        shown: dict[str, Any] = {"text": text} if blocks is None else {"text": text, "blocks": blocks}
         if job.placeholder_ts is not None:
             try:
-                self.client.chat_update(channel=q.channel, ts=job.placeholder_ts, text=text, blocks=blocks)
+                self.client.chat_update(channel=q.channel, ts=job.placeholder_ts, **shown)
                 return True
             except Exception:
                 log.exception("chat.update failed; posting a new reply")
         try:
-            self.client.chat_postMessage(channel=q.channel, thread_ts=q.thread_ts, text=text, blocks=blocks)
+            self.client.chat_postMessage(channel=q.channel, thread_ts=q.thread_ts, **shown)
             return True
         except Exception:
             log.exception("posting the reply failed")

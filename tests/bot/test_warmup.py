@@ -9,6 +9,7 @@ by timing: the real Bolt app, a real index, a scripted model, a fake Slack Web A
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import urllib.error
 import urllib.request
@@ -154,15 +155,19 @@ def test_a_warm_up_that_fails_stops_the_server_healthz_says_broken_and_a_waiting
     health = svc.health_json()
     assert health["broken"] and health["phase"] == "failed" and not health["ok"]
     (told,) = slack.of("chat.update")  # not "Starting up…" for good
-    assert told["ts"] == _placeholder(slack, "702.1")["_ts"]
+    assert told["ts"] == _placeholder(slack, "702.1")["_ts"] and "blocks" not in told  # not taken for an answer
     assert told["text"].startswith(":warning: Footnote could not start") and "docs folder not found" in told["text"]
+    shutil.copytree(EXAMPLES, tmp_path / "not-there")  # fixed: the next start answers it, in that message
+    again = _builder(tmp_path, embedder, slack, docs=tmp_path / "not-there").service()
+    warm_up(again, [], OPTS, threading.Event())
+    assert again.bot.drain(60)
+    (final,) = slack.finals()
+    assert final["ts"] == told["ts"] and "[1]" in json.dumps(final["blocks"])
 
 
 def test_a_restart_whose_drive_is_not_there_answers_from_its_index_and_says_why_it_did_not_sync(
     tmp_path: Path, embedder: Embedder, slack: FakeSlack
 ) -> None:
-    import shutil
-
     docs = tmp_path / "docs"
     shutil.copytree(EXAMPLES, docs)
     warm_up(_builder(tmp_path, embedder, slack, docs).service(), [], OPTS, threading.Event())
