@@ -232,6 +232,11 @@ def _not_regular(path: Path) -> str | None:
     return f"{kind}, not a regular file: not read"
 
 
+def _fingerprint(info: os.stat_result) -> tuple[int, ...]:
+    """What changes when a file's bytes may have: size, times (ns) and which file it is."""
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+
+
 def _unreadable(path: Path, exc: OSError) -> str:
     """Why ``path`` could not be opened. "No such file" of a file the listing shows puzzles
     whoever reads it: for a symlink it is its target that is gone, and the reason says so."""
@@ -271,6 +276,9 @@ class Indexer:
         self.max_file_bytes = max_file_bytes
         self.ignore = tuple(ignore)
         self.runner = runner or ExtractionRunner()
+        # path -> (its stat when last read, the sha256 of what was read): unchanged files are
+        # not read again by this process's next syncs (the first sync after a start reads all).
+        self._read_as: dict[str, tuple[tuple[int, ...], str]] = {}
 
     def stamps(self, ex: Extractor) -> Stamps:
         return Stamps(
@@ -361,12 +369,17 @@ class Indexer:
                 report.skipped[src.rel] = "unsupported file type"
                 continue
             seen.add(src.rel)
-            data, reason = self._read(src)
+            rec = known.get(src.rel)
+            if rec and rec.state == INDEXED and self._untouched(src, rec.content_hash):
+                report.unchanged += 1  # not read again: a drive's unchanged gigabytes each sync
+                continue
+            data, reason, read_as = self._read(src)
             if data is None:
                 self._fail(src.rel, "", reason or "unreadable", report)
                 continue
             digest = hashlib.sha256(data).hexdigest()
-            rec = known.get(src.rel)
+            if read_as is not None:
+                self._read_as[src.rel] = (read_as, digest)
             if rec and rec.state == INDEXED and rec.content_hash == digest:
                 report.unchanged += 1
                 continue
@@ -408,24 +421,37 @@ class Indexer:
         report.seconds = self.clock() - t0
         return report
 
-    def _read(self, src: SourceFile) -> tuple[bytes | None, str | None]:
-        """The file's bytes, or why not. Opened without blocking and checked again once open:
-        a file swapped for a FIFO after :func:`walk` looked at it cannot hang the sync."""
+    def _read(self, src: SourceFile) -> tuple[bytes | None, str | None, tuple[int, ...] | None]:
+        """The file's bytes, or why not, and its :func:`_fingerprint` when it was read whole at
+        the size it had when opened. Opened without blocking and checked again once open: a
+        file swapped for a FIFO after :func:`walk` looked at it cannot hang the sync."""
         try:
             fd = os.open(src.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
-            return None, _unreadable(src.path, exc)
+            return None, _unreadable(src.path, exc), None
         with os.fdopen(fd, "rb") as f:
             try:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
-                    return None, "not a regular file: not read"
-                if info.st_size > self.max_file_bytes:
-                    size, limit = info.st_size / 1e6, self.max_file_bytes / 1e6
-                    return None, f"too large: {size:.1f} MB is over the {limit:.1f} MB limit"
-                return f.read(), None
+                    return None, "not a regular file: not read", None
+                if info.st_size > (limit := self.max_file_bytes):
+                    return None, f"too large: {info.st_size / 1e6:.1f} MB is over the {limit / 1e6:.1f} MB limit", None
+                data = f.read()
             except OSError as exc:
-                return None, f"cannot read the file: {exc.strerror or exc}"
+                return None, f"cannot read the file: {exc.strerror or exc}", None
+        return data, None, _fingerprint(info) if len(data) == info.st_size else None
+
+    def _untouched(self, src: SourceFile, digest: str) -> bool:
+        """Whether this process read the file before, as it stands now, and its bytes were
+        ``digest``. A write changes its ctime, which no tool sets back (``touch -d`` and
+        ``cp -p`` set the mtime only), so the file need not be read to know it is the same."""
+        known = self._read_as.get(src.rel)
+        if known is None or known[1] != digest:
+            return False
+        try:
+            return _fingerprint(os.stat(src.path)) == known[0]
+        except OSError:
+            return False
 
     def _prepare(
         self,

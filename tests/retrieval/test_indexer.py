@@ -213,6 +213,36 @@ def test_an_ignored_folder_is_named_as_a_person_would_and_its_documents_leave(do
         assert "team/archive/kept.md" in indexed  # a folder's glob names it from the top, as a path
 
 
+def test_a_sync_reads_only_what_changed_since_this_process_read_it(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[str] = []
+    original = os.open
+
+    def counted(path: str | os.PathLike[str], flags: int, *args: int) -> int:
+        if Path(path).is_relative_to(docs):
+            opened.append(Path(path).name)
+        return original(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", counted)
+    eng = memory_engine(docs)
+    eng.sync()
+    assert sorted(opened) == ["expenses.md", "on-call.md", "time-off.txt"]
+    opened.clear()
+    assert eng.sync().unchanged == 3 and opened == []  # a drive's unchanged files are not read again
+    on_call = docs / "on-call.md"
+    before = on_call.stat()
+    text = on_call.read_text()
+    on_call.write_text(text.replace("5 minutes", "9 minutes"))  # the same size ...
+    os.utime(on_call, ns=(before.st_atime_ns, before.st_mtime_ns))  # ... and mtime, as `cp -p` leaves it
+    report = eng.sync()
+    assert report.indexed == ["on-call.md"] and opened == ["on-call.md"]  # its ctime moved: read again
+    assert "9 minutes" in eng.searcher().search("acknowledge a SEV1 page").hits[0].chunk.content
+    opened.clear()
+    assert memory_engine(docs, store=eng.store, manifest=eng.manifest).sync().unchanged == 3  # type: ignore[arg-type]
+    assert len(opened) == 3  # a new process reads each file once, to know it
+
+
 def test_snapshot_leaves_out_documents_it_may_not_search(docs: Path) -> None:
     from retrieval.index.snapshot import Snapshot
 
