@@ -199,9 +199,9 @@ def index(settings: Settings, docs_dir: Path | None, quiet: bool, allow_empty: b
     Unchanged files are skipped by content hash; changed files are rebuilt; deleted
     files leave the index. A file that cannot be read is recorded as failed with its
     reason and never stops the others; the documents of a folder that cannot be listed
-    are kept. An empty folder removes nothing unless --allow-empty says so. Then the gate is calibrated on the index (when
-    it changed), and confirmed pairs whose passage is gone retire. Exits 0 when the
-    sync ran, even with failures.
+    are kept. An empty folder removes nothing unless --allow-empty says so. Then the
+    gate is calibrated on the index (when it changed), and confirmed pairs whose
+    passage is gone retire. Exits 0 when the sync ran, even with failures.
     An index belongs to the folder it was first built from: another folder is
     refused unless given as --reindex-from.
     """

@@ -417,6 +417,7 @@ class Indexer:
             self.store.delete_paths(gone)
             for p in gone:
                 self.manifest.delete(p)
+                self._read_as.pop(p, None)
             report.removed = [p for p in gone if p not in report.renamed]
         report.seconds = self.clock() - t0
         return report
