@@ -104,10 +104,12 @@ class Service:
         except SyncBusy as exc:  # another replica (or `footnote index`) is on it; its result is picked up
             log.info("sync skipped: %s", exc)
             return
-        except Exception:
+        except Exception as exc:
             self.metrics.synced(None, time.perf_counter() - t0)
+            self.warmup.synced(str(exc))
             raise
         self.metrics.synced(report, report.seconds)
+        self.warmup.synced(None)
         self.after_sync()  # queries keep the previous thresholds until the calibration is done
         log.info(
             "sync: %d indexed, %d unchanged, %d renamed, %d removed, %d failed in %.1fs",

@@ -64,6 +64,7 @@ class State:
     since: float = 0.0  # when this phase began (epoch seconds)
     pid: int = 0
     host: str = ""
+    sync_error: str = ""  # why this process's last sync failed ("": it did not)
 
     @property
     def answering(self) -> bool:
@@ -73,7 +74,8 @@ class State:
         """One line for people (`footnote status`, logs)."""
         if self.phase is Phase.SYNCING:
             return f"syncing: {self.done:,} of {self.total:,} documents read" if self.total else "syncing"
-        return f"{self.phase}: {self.detail}" if self.detail else str(self.phase)
+        line = f"{self.phase}: {self.detail}" if self.detail else str(self.phase)
+        return f"{line}; its last sync failed: {self.sync_error}" if self.sync_error else line
 
     def note(self, lang: str | None = None) -> str:
         """What a question's placeholder says while it waits for the warm-up (in the asker's language)."""
@@ -140,6 +142,14 @@ class Warmup:
         else:
             self._set(Phase.MODEL_UNAVAILABLE, detail=model_error)
         self._answering.set()
+
+    def synced(self, error: str | None) -> None:
+        """A sync ended (``error``: why it failed): `footnote status` shows a failure beside the
+        phase, since a server that answers from its index goes on after one."""
+        with self._lock:
+            self._state = replace(self._state, sync_error=error or "")
+            state = self._state
+        self._write(state)
 
     def failed(self, error: BaseException) -> None:
         self.error = error

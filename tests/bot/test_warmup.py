@@ -181,9 +181,12 @@ def test_a_restart_whose_drive_is_not_there_answers_from_its_index_and_says_why_
             status, health = _get(f"{server.url}/{probe}")
             assert status == 200 and health["ok"] and health["last_sync_failed"] and health["indexed"] == 3
         assert _mention(server.url, slack, "701.1") == 200
+        _placeholder(slack, "701.1")  # taken (the ack comes first): only now is there work to drain
         assert svc.bot.drain(60)
     (final,) = slack.finals()
     assert "[1]" in json.dumps(final["blocks"])  # answered from the index it has
+    out = CliRunner().invoke(main, ["status"], env={"FOOTNOTE_DATA_DIR": str(tmp_path / "data")})
+    assert "ready; its last sync failed: docs folder not found" in out.output  # the operator's view says why
 
 
 def test_a_model_that_cannot_load_is_a_visible_phase_not_a_silent_wait(

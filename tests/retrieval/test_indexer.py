@@ -213,9 +213,7 @@ def test_an_ignored_folder_is_named_as_a_person_would_and_its_documents_leave(do
         assert "team/archive/kept.md" in indexed  # a folder's glob names it from the top, as a path
 
 
-def test_a_sync_reads_only_what_changed_since_this_process_read_it(
-    docs: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_sync_reads_only_what_changed_since_this_process_read_it(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     opened: list[str] = []
     original = os.open
 
