@@ -212,7 +212,7 @@ def test_a_file_swapped_for_a_fifo_after_the_walk_is_not_waited_on(docs: Path) -
     fifo = docs / "late.md"
     os.mkfifo(fifo)
     eng = memory_engine(docs)
-    got: list[tuple[bytes | None, str | None]] = []
+    got: list[tuple[bytes | None, str | None, tuple[int, ...] | None]] = []
     t = threading.Thread(target=lambda: got.append(eng.indexer._read(SourceFile("late.md", fifo))), daemon=True)
     t.start()
     t.join(30)
@@ -220,7 +220,7 @@ def test_a_file_swapped_for_a_fifo_after_the_walk_is_not_waited_on(docs: Path) -
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         t.join(30)
         pytest.fail("reading a FIFO blocked")
-    assert got == [(None, "not a regular file: not read")]
+    assert got == [(None, "not a regular file: not read", None)]
 
 
 def test_a_crash_while_writing_is_rebuilt_by_the_next_sync(docs: Path) -> None:
