@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.errors import StoreError, StoreUnreachable, SyncBusy, disk_full, no_space
+from retrieval.errors import FootnoteError, StoreError, StoreUnreachable, SyncBusy, disk_full, no_space
 from retrieval.index import INDEXED, STALE, DocRecord, Lease, Manifest, Snapshot, VectorStore
 from retrieval.ingest import (
     ChunkerConfig,
@@ -176,7 +176,8 @@ class Engine:
                 if report.indexed or report.removed or report.failed or report.renamed:
                     self.lease.bump()
             except Exception as exc:
-                failure = no_space(exc) if disk_full(exc) else exc
+                # Said for a person already (the store's own "no space left"): not said twice.
+                failure = no_space(exc) if disk_full(exc) and not isinstance(exc, FootnoteError) else exc
                 self.last_sync = LastSync(self._wall(), self._wall() - t0, None, str(failure))
                 if failure is exc:
                     raise

@@ -186,7 +186,7 @@ def test_a_folder_that_cannot_be_listed_keeps_its_documents(docs: Path, monkeypa
 def test_a_sync_that_finds_the_disk_full_says_so_in_one_line(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
 
-    from retrieval.errors import StoreError
+    from retrieval.errors import StoreError, no_space
 
     eng = memory_engine(docs)
 
@@ -197,6 +197,14 @@ def test_a_sync_that_finds_the_disk_full_says_so_in_one_line(docs: Path, monkeyp
     with pytest.raises(StoreError, match=r"^no space left on the disk .*database or disk is full"):
         eng.sync()
     assert eng.last_sync is not None and (eng.last_sync.error or "").startswith("no space left")  # status shows it
+
+    def said(**kwargs: object) -> None:  # the store said it already
+        raise no_space(sqlite3.OperationalError("database or disk is full"))
+
+    monkeypatch.setattr(eng.indexer, "sync", said)
+    with pytest.raises(StoreError) as once:
+        eng.sync()
+    assert str(once.value).count("no space left") == 1
 
 
 def test_an_ignored_folder_is_named_as_a_person_would_and_its_documents_leave(docs: Path) -> None:
