@@ -51,18 +51,15 @@ def local_zone() -> tzinfo:
         ) from exc
 
 
-def run_logged(sync: Callable[[], object], what: str) -> bool:
+def run_logged(sync: Callable[[], object], what: str) -> None:
     """Run ``sync``; a failure is logged (and shown in status by the engine), never raised:
-    the index it leaves keeps answering. Whether it ran."""
+    the index it leaves keeps answering."""
     try:
         sync()
     except FootnoteError as exc:  # written for a person (a store that is down): one line each time
         log.error("%s failed: %s", what, exc)
     except Exception:
         log.exception("%s failed", what)
-    else:
-        return True
-    return False
 
 
 class SyncSchedule:

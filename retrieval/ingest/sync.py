@@ -141,8 +141,7 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
         # An ignored folder is not entered: `archive` or `archive/` skips all it holds.
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _ignored_folder(_rel(here, d), ignore))
         for name in dirs:
-            full = Path(root) / name
-            rel = full.relative_to(docs_dir).as_posix()
+            full, rel = Path(root) / name, _rel(here, name)
             if full.is_symlink():
                 reason = _outside(full, root_dir)
                 if reason is not None:
@@ -150,8 +149,7 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
         for name in sorted(files):
             if name.startswith(".") or any(fnmatch.fnmatch(name, p) for p in TEMP_PATTERNS):
                 continue
-            full = Path(root) / name
-            rel = full.relative_to(docs_dir).as_posix()
+            full, rel = Path(root) / name, _rel(here, name)
             if any(fnmatch.fnmatch(rel, p) for p in ignore):
                 continue
             if not _utf8(rel):
