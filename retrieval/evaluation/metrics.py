@@ -10,6 +10,7 @@ paired exact sign test on the questions where they disagree.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 from retrieval.types import Chunk, Hit
@@ -29,8 +30,10 @@ def styles_of(styles: Sequence[str]) -> list[str]:
 
 
 def normalise(text: str) -> str:
-    """Whitespace and case folded (æ, ø, å and every other letter kept): how a needle is matched."""
-    return " ".join(text.split()).casefold()
+    """Whitespace, case and Unicode form folded (æ, ø, å and every other letter kept): how a
+    needle is matched. A drive written on a Mac may spell "å" as "a" plus a combining ring (NFD),
+    and a needle typed elsewhere spells it as one letter: the same text to a reader."""
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
 
 
 def passage(chunk: Chunk) -> str:

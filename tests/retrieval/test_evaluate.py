@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from retrieval.evaluation.metrics import destroyed, mrr, needle_rank, paired, passage, recall_at, sign_test, wilson
@@ -16,6 +18,12 @@ def test_needle_rank_needs_the_whole_needle_whitespace_normalised() -> None:
     hits = [_hit("half of the sentence"), _hit("the whole\n  sentence is here."), _hit("the whole sentence is here.")]
     assert needle_rank(hits, "whole sentence is here.") == 2
     assert needle_rank(hits, "not present anywhere") is None
+
+
+def test_a_needle_matches_a_document_written_in_decomposed_letters() -> None:
+    # A Mac writes "å" as "a" + a combining ring (NFD); the question file spells it as one letter.
+    hits = [_hit(unicodedata.normalize("NFD", "Årsrapporten indsendes på tid."))]
+    assert needle_rank(hits, "årsrapporten indsendes på tid") == 1
 
 
 def test_recall_and_mrr_by_hand() -> None:
