@@ -15,6 +15,7 @@ writes separate words. Measured on danish-dev (`footnote eval`, MiniLM): chatty 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -302,7 +303,9 @@ DANISH_STOPWORDS = frozenset(
 
 
 def tokenize(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+    # NFKC first: a drive written on a Mac spells "år" as "a" + a combining ring + "r" (NFD),
+    # which would split into the words "a" and "r" and never meet a question's "år".
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
 
 
 DANISH = "da"

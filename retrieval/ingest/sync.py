@@ -22,6 +22,7 @@ import hashlib
 import os
 import stat
 import time
+import unicodedata
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -150,7 +151,7 @@ def walk(docs_dir: Path, ignore: Sequence[str] = ()) -> Iterator[SourceFile]:
             if name.startswith(".") or any(fnmatch.fnmatch(name, p) for p in TEMP_PATTERNS):
                 continue
             full, rel = Path(root) / name, _rel(here, name)
-            if any(fnmatch.fnmatch(rel, p) for p in ignore):
+            if _ignored(rel, ignore):
                 continue
             if not _utf8(rel):
                 # The index stores names as UTF-8 text; the bytes are shown as \xNN escapes.
@@ -167,9 +168,17 @@ def _rel(folder: str, name: str) -> str:
     return name if folder == "." else f"{folder}/{name}"
 
 
+def _ignored(rel: str, ignore: Sequence[str]) -> bool:
+    """Whether a glob of ``FOOTNOTE_IGNORE`` matches the path. Both are compared in composed
+    letters (NFC): a Mac names "Årsrapporter" with "A" + a combining ring, and the setting was
+    typed with "Å", the same name to the one who wrote it."""
+    path = unicodedata.normalize("NFC", rel)
+    return any(fnmatch.fnmatch(path, unicodedata.normalize("NFC", p)) for p in ignore)
+
+
 def _ignored_folder(rel: str, ignore: Sequence[str]) -> bool:
     """Whether a folder is ignored: a glob that names it, with or without its slash."""
-    return any(fnmatch.fnmatch(rel, p.rstrip("/")) for p in ignore)
+    return _ignored(rel, [p.rstrip("/") for p in ignore])
 
 
 def _unlisted(errors: list[OSError], docs_dir: Path) -> Iterator[SourceFile]:

@@ -42,7 +42,7 @@ import numpy as np
 from retrieval.errors import ConfigError, ModelError
 from retrieval.measured import KeyedJson
 from retrieval.models.cpu import CpuInfo, cpu_info, installed_version
-from retrieval.models.e5 import NAME, PASSAGE, E5Embedder, Packed, read_packed
+from retrieval.models.e5 import NAME, PASSAGE, E5Embedder, Packed, composed, read_packed
 from retrieval.models.isolated import in_child
 
 log = logging.getLogger("footnote.embed")
@@ -886,7 +886,7 @@ class E5Batches:
         """The file's normalisation map, then runs of spaces as one, as the engine reads a text."""
         table = str.maketrans(self.packed.normal)
         spaces = re.compile(" {2,}")
-        return lambda text: spaces.sub(" ", text.translate(table))
+        return lambda text: spaces.sub(" ", composed(text).translate(table))
 
     @cached_property
     def _model(self) -> Any:

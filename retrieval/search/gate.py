@@ -24,6 +24,7 @@ own ``footnote eval`` says otherwise. ``footnote eval`` prints each part's AUC.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -120,6 +121,12 @@ def signal(distance: float, sentence: float, coverage: float, cfg: GateConfig) -
     return distance + cfg.sentence_weight * sentence + cfg.coverage_weight * (1.0 - coverage)
 
 
+def as_read(text: str) -> str:
+    """Text as a reader sees it: one Unicode form (a Mac's "a" + combining ring is "å"), and a
+    line break or a run of spaces is one space. Case is kept: a quoted phrase is verbatim."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
 def quoted_phrases(question: str) -> list[str]:
     """Phrases the asker put in double quotes: an error code, an id, a product name."""
     return [m.group(1).strip() for m in _QUOTED.finditer(question) if m.group(1).strip()]
@@ -136,7 +143,8 @@ def decide(result: SearchResult, cfg: GateConfig, max_sources: int) -> GateDecis
     if score > point:
         return GateDecision(Verdict.REFUSE, score, f"nothing relevant enough (gate {score:.3f} > {point:.3f})", [])
     phrases = quoted_phrases(result.query)
-    hits = [h for h in result.hits if all(p in h.chunk.content for p in phrases)]
+    wanted = [as_read(p) for p in phrases]
+    hits = [h for h in result.hits if all(p in as_read(h.chunk.content) for p in wanted)]
     if not hits:
         shown = ", ".join(f'"{p}"' for p in phrases)
         return GateDecision(Verdict.REFUSE, score, f"no passage contains {shown} verbatim", [])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from retrieval.search.gate import GateConfig, Verdict, decide, gate_signal, quoted_phrases
@@ -70,3 +72,11 @@ def test_quoted_phrases_must_appear_verbatim_in_the_sources() -> None:
     assert d.answerable and d.sources == hits[:1]  # only the source that holds the phrase
     d = decide(_result('what does "ZZ-0000" mean?', hits), ANSWERING, 4)
     assert not d.answerable and d.reason == 'no passage contains "ZZ-0000" verbatim'
+
+
+def test_a_quoted_phrase_is_found_across_a_line_break_and_in_decomposed_letters() -> None:
+    # Verbatim as a reader sees it: the document wraps the phrase, or spells "å" as "a" + a ring.
+    hits = [_hit("Send the\n  quarterly report."), _hit(unicodedata.normalize("NFD", "Se afsnittet Årsregnskab."))]
+    assert decide(_result('where is "the quarterly report"?', hits), ANSWERING, 4).sources == hits[:1]
+    assert decide(_result('hvad står der i "Årsregnskab"?', hits), ANSWERING, 4).sources == hits[1:]
+    assert not decide(_result('where is "The Quarterly Report"?', hits), ANSWERING, 4).answerable  # case is kept

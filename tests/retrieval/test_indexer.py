@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -219,6 +220,18 @@ def test_an_ignored_folder_is_named_as_a_person_would_and_its_documents_leave(do
         indexed = set(memory_engine(docs, ignore=ignore).sync().indexed)
         assert not {"archive/old.md", "archive/2019/older.md"} & indexed, ignore
         assert "team/archive/kept.md" in indexed  # a folder's glob names it from the top, as a path
+
+
+def test_an_ignore_glob_typed_with_a_letter_matches_a_mac_s_decomposed_name(docs: Path) -> None:
+    # macOS writes "Å" as "A" + a combining ring (NFD); the setting was typed with "Å".
+    for rel in ("Årsrapporter/2019.md", "Notes/kladde-år.md"):
+        path = docs / unicodedata.normalize("NFD", rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("# Old\n\nThe rota changes every Monday at noon.\n")
+    indexed = {
+        unicodedata.normalize("NFC", p) for p in memory_engine(docs, ignore=("Årsrapporter/", "*år.md")).sync().indexed
+    }
+    assert not {"Årsrapporter/2019.md", "Notes/kladde-år.md"} & indexed and indexed
 
 
 def test_a_sync_reads_only_what_changed_since_this_process_read_it(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
