@@ -22,7 +22,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import sparse
 
-_TOKEN = re.compile(r"[^\W_]+")  # letters and digits, in any script
+# Letters and digits, in any script (æ, ø and å are letters).
+_WORD = re.compile(r"[^\W_]+")
+# What sits inside a word unseen: a soft hyphen (with the line break it may end), zero-width
+# spaces and joiners, direction marks, a byte-order mark. Left in, they split the word.
+_UNSEEN_CHARS = ("\u00ad", "\ufeff", *map(chr, range(0x200B, 0x2010)), *map(chr, range(0x2060, 0x2065)))
+_UNSEEN = re.compile("\u00ad(?:[ \t]*\r?\n[ \t]*)?|[\u200b-\u200f\u2060-\u2064\ufeff]")
+# A hyphen at a line end: between two letters, a word a PDF's justified text broke ("docu-\nment").
+_LINE_END_HYPHEN = re.compile(r"-[ \t]*\r?\n[ \t]*")
 
 # Function words carry no evidence of topic; they are left out of idf coverage.
 STOPWORDS = frozenset(
@@ -302,10 +309,37 @@ DANISH_STOPWORDS = frozenset(
 )
 
 
+def _plain(text: str) -> str:
+    """``text`` lowercased, in NFKC, without its unseen characters. ASCII text has neither
+    other forms nor unseen characters; checked first, each costs a scan of the text."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        if any(c in text for c in _UNSEEN_CHARS):
+            text = _UNSEEN.sub("", text)
+    return text.lower()
+
+
 def tokenize(text: str) -> list[str]:
-    # NFKC first: a drive written on a Mac spells "år" as "a" + a combining ring + "r" (NFD),
-    # which would split into the words "a" and "r" and never meet a question's "år".
-    return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+    """The words of ``text``, lowercased. NFKC first: a drive written on a Mac spells "år" as
+    "a" + a combining ring + "r" (NFD), which would split into the words "a" and "r" and never
+    meet a question's "år". A word hyphenated at a line end yields its two parts and itself
+    ("docu", "ment", "document"): the hyphen may be the line's or the word's ("well-known")."""
+    plain = _plain(text)
+    out: list[str] = []
+    start, last = 0, ""
+    for m in _LINE_END_HYPHEN.finditer(plain):  # found by its literal "-": a fast scan
+        head, tail = m.start(), m.end()
+        if start > head or not (head and plain[head - 1].isalpha() and plain[tail : tail + 1].isalpha()):
+            continue
+        word = _WORD.match(plain, tail)
+        if word is None:  # pragma: no cover - a letter starts it
+            continue
+        left = _WORD.findall(plain, start, head)
+        last = left[-1] if left else last
+        out += (*left, word.group(), last + word.group())
+        start, last = word.end(), word.group()
+    out += _WORD.findall(plain, start)
+    return out
 
 
 DANISH = "da"

@@ -10,6 +10,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from retrieval.index.bm25 import Bm25Index, tokenize
+from retrieval.ingest.formats.pdf import PdfExtractor
+from tests.retrieval.fixtures import pdf_bytes
 
 WORDS = [
     "cache",
@@ -68,6 +70,34 @@ TEXTS = [
 
 def test_tokenize_lowercases_and_splits_on_non_alphanumerics() -> None:
     assert tokenize("SEV1 on-call, Tally's app!") == ["sev1", "on", "call", "tally", "s", "app"]
+
+
+def test_a_word_a_pdf_hyphenated_at_a_line_end_is_found_whole() -> None:
+    # Justified PDF text breaks "reimbursement" as "reimburse-" + a new line + "ment"; read
+    # as two words, a question's "reimbursement" met nothing in the page.
+    page = PdfExtractor().extract("p.pdf", pdf_bytes(["Claims for travel reimburse-\nment are filed in Tally."])).text
+    assert "reimburse-\nment" in page
+    idx = Bm25Index([page, "Parental leave is twenty-four weeks.", "Reimbursement of travel is paid monthly."])
+    assert idx.scores("reimbursement")[0] > 0 and idx.coverage("reimbursement tally") == 1.0
+    # Its parts stay words too: the hyphen may be the word's own ("well-\nknown").
+    assert tokenize("a well-\n  known step, the 2019-\n2020 report") == [
+        "a",
+        "well",
+        "known",
+        "wellknown",
+        "step",
+        "the",
+        "2019",
+        "2020",
+        "report",
+    ]
+
+
+def test_characters_unseen_inside_a_word_do_not_split_it() -> None:
+    # A soft hyphen (Word's optional hyphen, also at a line end), a zero-width space or
+    # joiner, a direction mark, a byte-order mark: invisible to a reader, so not a break.
+    text = "\ufeffunder\u00adst\u00f8tter moms\u00ad\nangivelse re\u200bport \u200eaf \u200b\u200bdet"
+    assert tokenize(text) == ["understøtter", "momsangivelse", "report", "af", "det"]
 
 
 def test_scores_rank_the_matching_chunk_first_and_are_zero_without_known_words() -> None:
