@@ -9,6 +9,7 @@ the chunker's sentence regex inside the chunk's content, never by adding up leng
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -184,4 +185,5 @@ def sources_block(sentences: Sequence[Numbered]) -> str:
     a link's URL or a template tag is prompt tokens, and words it would copy into the
     answer, that say nothing.
     """
-    return "\n".join(f"[{s.n}] {plain(s.text)}" for s in sentences)
+    # Composed letters (NFC): a Mac's "a" + combining ring reads to the model as the "å" it writes.
+    return "\n".join(f"[{s.n}] {unicodedata.normalize('NFC', plain(s.text))}" for s in sentences)

@@ -11,6 +11,7 @@ removed. A claim too short to check ("No.", "2015") is never shown on its own.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -153,7 +154,7 @@ def check(
 
 
 def _flat(text: str) -> str:
-    return " ".join(text.lower().split()).rstrip(".!?;:, ")
+    return " ".join(unicodedata.normalize("NFC", text).lower().split()).rstrip(".!?;:, ")
 
 
 def _split_copies(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 
-from retrieval.answer.evidence import SourceSentence, most_relevant
+from retrieval.answer.evidence import SourceSentence, most_relevant, sources_block
 from retrieval.answer.prompt import Claim, parse_claims, visible_partial
 from retrieval.answer.support import SupportConfig, check, polarity_agrees
 from retrieval.types import Chunk, Hit
@@ -38,6 +40,8 @@ def test_check_keeps_reattributes_and_removes() -> None:
 
 
 ALERTS = "An established alerting system with SMS, email, and (ideally) Slack integrations,"
+ANNUAL = "Årsrapporten indsendes senest fem måneder efter regnskabsårets afslutning."
+MOMS = "Momsangivelsen for første kvartal sendes til Skattestyrelsen på fristdagen."
 SMS = "**SMS**, which is only available through certain services - PagerDuty provides SMS, but New Relic doesn't;"
 
 
@@ -56,6 +60,16 @@ def test_a_claim_copying_two_sentences_cites_each_of_them() -> None:
         (2, "SMS, which is only available through certain services - PagerDuty provides SMS, but New Relic doesn't"),
     ]
     assert not out.removed and not out.reattributed
+
+
+def test_a_source_in_decomposed_letters_reads_to_the_model_as_it_writes_them() -> None:
+    """A Mac writes "å" as "a" + a combining ring (NFD). The model reads the composed letter,
+    writes it, and a line gluing two such sentences is still split into one claim each."""
+    nfd = [unicodedata.normalize("NFD", t) for t in (ANNUAL, MOMS)]
+    sents = [_sentence(1, nfd[0]), _sentence(2, nfd[1]), _sentence(3, CACHE)]
+    assert sources_block(sents).splitlines()[:2] == [f"[1] {ANNUAL}", f"[2] {MOMS}"]
+    out = check([Claim(f"{ANNUAL} {MOMS}", 1)], [None], sents, SupportConfig())
+    assert [c.evidence.n for c in out.claims] == [1, 2] and not out.removed
 
 
 def test_a_claim_copying_one_sentence_stays_as_written() -> None:
