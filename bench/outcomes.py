@@ -39,6 +39,10 @@ checkout with the project's venv.
 
 from __future__ import annotations
 
+import json
+import random
+import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -105,6 +109,36 @@ class Tally:
 
 def _rows(path: Path) -> list[dict[str, str]]:
     return rows(path) if path.exists() else []  # a corpus without chatty unanswerable questions
+
+
+def small_drives(folder: Path, docs: int, seeds: int, root: Path) -> list[Path]:
+    """``seeds`` drives of ``docs`` documents each, drawn (seeded) from those ``folder``'s
+    needles are in, written under ``root``: a small team's drive. A need whose document was
+    left out is a question the drive cannot answer, so it joins the unanswerable ones of its
+    style (``x`` before its id)."""
+    asked = _rows(folder / "questions.jsonl")
+    holding = sorted({q["doc"] for q in asked})
+    out = []
+    for seed in range(seeds):
+        kept = set(random.Random(seed).sample(holding, min(docs, len(holding))))
+        drive = root / f"{folder.name}-{docs}docs-{seed}"
+        (drive / "docs").mkdir(parents=True)
+        for name in sorted(kept):
+            shutil.copy2(folder / "docs" / name, drive / "docs" / name)
+        gone = [q for q in asked if q["doc"] not in kept]
+        _write(drive / "questions.jsonl", [q for q in asked if q["doc"] in kept])
+        _write(drive / "ood.jsonl", _rows(folder / "ood.jsonl") + _unanswerable(gone, "course"))
+        _write(drive / "ood-ticket.jsonl", _rows(folder / "ood-ticket.jsonl") + _unanswerable(gone, "ticket"))
+        out.append(drive)
+    return out
+
+
+def _unanswerable(gone: list[dict[str, str]], style: str) -> list[dict[str, str]]:
+    return [{"id": f"x{q['id']}", "question": q["question"]} for q in gone if q.get("style", "course") == style]
+
+
+def _write(path: Path, records: list[dict[str, str]]) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
 
 
 def _corpus(folder: Path) -> Corpus:
@@ -222,7 +256,19 @@ def _points(language: str, mine: list[Corpus], max_dead: int, weight: float, ass
     show_default=True,
     help="Most unanswerable questions of each style the gate may answer, per corpus.",
 )
-def main(corpora: tuple[Path, ...], max_dead_ends: int, max_answered: int) -> None:
+@click.option(
+    "--docs",
+    "small",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Measure small drives instead: each corpus cut to this many of the documents its needles are in "
+    "(the needs of the others become unanswerable questions).",
+)
+@click.option("--seeds", default=3, show_default=True, help="With --docs: how many small drives per corpus.")
+def main(corpora: tuple[Path, ...], max_dead_ends: int, max_answered: int, small: int | None, seeds: int) -> None:
+    if small is not None:
+        root = Path(tempfile.mkdtemp(prefix="footnote-small-drives-"))
+        corpora = tuple(d for c in corpora for d in small_drives(c, small, seeds, root))
     runs = [_corpus(c) for c in corpora]
     click.echo(f"{cpu_info().describe()}")
     click.echo(
