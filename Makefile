@@ -14,8 +14,10 @@ install:
 system-deps:
 	scripts/system-deps.sh
 
+# Two questions: one the drive answers, one it only points at (the three outcomes, README).
 demo: install
 	$(BIN)/footnote index examples/docs
+	$(BIN)/footnote ask "Are taxis covered?"
 	$(BIN)/footnote ask "How fast do I have to acknowledge a SEV1 page?"
 
 test: install system-deps lint
