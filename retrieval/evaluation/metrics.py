@@ -10,9 +10,9 @@ paired exact sign test on the questions where they disagree.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Iterable, Sequence
 
+from retrieval.search import as_read
 from retrieval.types import Chunk, Hit
 
 Rank = int | None
@@ -33,7 +33,7 @@ def normalise(text: str) -> str:
     """Whitespace, case and Unicode form folded (æ, ø, å and every other letter kept): how a
     needle is matched. A drive written on a Mac may spell "å" as "a" plus a combining ring (NFD),
     and a needle typed elsewhere spells it as one letter: the same text to a reader."""
-    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
+    return as_read(text).casefold()
 
 
 def passage(chunk: Chunk) -> str:
