@@ -1,0 +1,156 @@
+"""A Markdown drive printed as PDFs, the way a team's drive holds its exported documents:
+``python -m bench.pdf_drive SRC DEST`` writes ``DEST/docs/NAME.pdf`` for every Markdown file
+of ``SRC/docs`` and copies ``SRC``'s question files beside them, so ``footnote eval --docs
+DEST/docs`` scores the PDF reading of the same words with the same needles.
+
+Each PDF looks like a word processor's export: the title large on its first page, headings
+bold, paragraphs reflowed and justified, lists with bullets, code in a fixed font, the title
+as a running header and "Page N of M" as a footer on every page, and the title in the
+file's metadata. Words are the Markdown's as a reader sees them (links as their text), so
+a needle that is one sentence of prose reads the same in both.
+
+The font is the DejaVu Sans that matplotlib (a development dependency) ships, so the
+letters of a Danish drive print on any machine.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import click
+import matplotlib
+from fpdf import FPDF
+
+from retrieval.ingest.formats.markdown import front_matter, markdown_structure
+from retrieval.ingest.markup import plain
+
+FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+_LIQUID = re.compile(r"\{%.*?%\}|\{\{.*?\}\}")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+class _Printed(FPDF):
+    def __init__(self, title: str, font_dir: Path) -> None:
+        super().__init__()
+        self.doc_title = title
+        self.add_font("Body", "", str(font_dir / "DejaVuSans.ttf"))
+        self.add_font("Body", "B", str(font_dir / "DejaVuSans-Bold.ttf"))
+        self.add_font("Body", "I", str(font_dir / "DejaVuSans-Oblique.ttf"))
+        self.add_font("Mono", "", str(font_dir / "DejaVuSansMono.ttf"))
+        self.set_title(title)
+        self.alias_nb_pages()
+        self.set_auto_page_break(True, margin=20)
+
+    def header(self) -> None:
+        self.set_font("Body", "I", 8)
+        self.cell(0, 6, self.doc_title, align="C")
+        self.ln(10)
+
+    def footer(self) -> None:
+        self.set_y(-15)
+        self.set_font("Body", "I", 8)
+        self.cell(0, 10, f"Page {self.page_no()} of {{nb}}", align="C")
+
+
+def blocks(markdown: str) -> list[tuple[str, str]]:
+    """The page's blocks in order: ("h1".."h6", text), ("p", text), ("li", text), ("code", text)."""
+    out: list[tuple[str, str]] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            text = plain(_LIQUID.sub("", " ".join(para)), block_marker=False).strip()
+            if text:
+                out.append(("p", text))
+            para.clear()
+
+    fence: list[str] | None = None
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            flush()
+            if fence is None:
+                fence = []
+            else:
+                out.append(("code", "\n".join(fence)))
+                fence = None
+            continue
+        if fence is not None:
+            fence.append(line)
+            continue
+        h, item = _HEADING.match(line), _ITEM.match(line)
+        if h or item or not line.strip() or line.lstrip().startswith("|"):
+            flush()
+        if h:
+            out.append((f"h{len(h.group(1))}", plain(_LIQUID.sub("", h.group(2)), block_marker=False).strip()))
+        elif item:
+            out.append(("li", plain(_LIQUID.sub("", item.group(1)), block_marker=False).strip()))
+        elif line.lstrip().startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                out.append(("p", plain(" · ".join(cells), block_marker=False)))
+        elif line.strip():
+            para.append(line.strip())
+    flush()
+    return [(kind, text) for kind, text in out if text]
+
+
+def print_pdf(markdown: str, fallback: str, font_dir: Path = FONTS) -> bytes:
+    """The PDF of one Markdown page."""
+    start, _ = front_matter(markdown)
+    title, _sections = markdown_structure(markdown, fallback)
+    pdf = _Printed(title, font_dir)
+    pdf.add_page()
+    pdf.set_font("Body", "B", 20)
+    pdf.multi_cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(4)
+    skipped_title = False
+    sizes = {"h1": 16, "h2": 14, "h3": 12, "h4": 11, "h5": 11, "h6": 11}
+    for kind, text in blocks(markdown[start:]):
+        if kind == "h1" and not skipped_title and text == title:
+            skipped_title = True  # printed above, as the page's title
+            continue
+        if kind in sizes:
+            pdf.ln(2)
+            pdf.set_font("Body", "B", sizes[kind])
+            pdf.multi_cell(0, 7, text, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(1)
+        elif kind == "code":
+            pdf.set_font("Mono", "", 9)
+            pdf.multi_cell(0, 4.5, text, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(2)
+        elif kind == "li":
+            pdf.set_font("Body", "", 11)
+            pdf.set_x(pdf.l_margin + 5)
+            pdf.multi_cell(0, 6, f"• {text}", align="J", new_x="LMARGIN", new_y="NEXT")
+        else:
+            pdf.set_font("Body", "", 11)
+            pdf.multi_cell(0, 6, text, align="J", new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(2)
+    return bytes(pdf.output())
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--font", "font_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=FONTS,
+              show_default=True, help="Folder holding DejaVuSans.ttf, -Bold, -Oblique and DejaVuSansMono.ttf.")  # fmt: skip
+def main(src: Path, dest: Path, font_dir: Path) -> None:
+    """Print SRC/docs's Markdown files as PDFs into DEST/docs, with SRC's question files beside them."""
+    (dest / "docs").mkdir(parents=True, exist_ok=True)
+    pages = sorted((src / "docs").rglob("*.md"))
+    for n, page in enumerate(pages, start=1):
+        rel = page.relative_to(src / "docs").with_suffix(".pdf")
+        click.echo(f"[{n}/{len(pages)}] {rel}", err=True)
+        (dest / "docs" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / "docs" / rel).write_bytes(print_pdf(page.read_text(encoding="utf-8"), page.stem, font_dir))
+    for jsonl in src.glob("*.jsonl"):
+        shutil.copy(jsonl, dest / jsonl.name)
+    click.echo(f"{len(pages)} PDFs in {dest / 'docs'}")
+
+
+if __name__ == "__main__":
+    main()
