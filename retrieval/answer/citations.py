@@ -81,8 +81,9 @@ def locator_for(hit: Hit, span: tuple[int, int] | None = None) -> tuple[str, str
     first, last = m.get("mark_first"), m.get("mark_last")
     if span is not None and m.get("marks"):
         first, last = _marks_within(m["marks"], span)
-    if kind == "page":
-        return f"#page={m['page']}", f"p. {m['page']}", {"page": m["page"]}
+    if kind == "page":  # a PDF section cut at headings marks each page it goes over
+        page = first if first is not None else m["page"]
+        return f"#page={page}", f"p. {page}", {"page": page}
     if kind == "slide":
         return f"#slide={m['slide']}", f"slide {m['slide']}", {"slide": m["slide"]}
     if kind == "sheet" and first is not None:

@@ -38,6 +38,54 @@ def pdf_bytes(pages: list[str], *, encrypt: bool = False, restrict: bool = False
     return bytes(pdf.output())
 
 
+ROOMS = " ".join(
+    f"Room {i} on floor {i % 4 + 1} seats {4 + i} people and is booked through the calendar." for i in range(1, 54)
+)
+BICYCLES = (
+    "Bicycles are parked in the basement, which opens at six in the morning and closes at ten at night. "
+    "The ramp is on the north side of the building, beside the loading bay, and the door opens with your badge. "
+    "Cargo bikes have their own row by the stairs, and a pump and a small set of tools hang on the wall. "
+    "The basement holds 48 bicycle parking spaces, and a charging point for electric bikes is next to the lift. "
+    "Bicycles left for more than thirty days are labelled, and removed a week after the label goes up."
+)
+
+
+def report_pdf(title: str = "Microsoft Word - facilities.docx", code_lines: int = 0) -> bytes:
+    """A PDF as a word processor exports one: a running header and "Page N of M" on every
+    page, the title large on page one, numbered headings, and a paragraph that goes on over
+    a page break (the bicycle parking, whose spaces are counted on page two). Its metadata
+    title is the one the exporting program made up. ``code_lines`` lines of code in a smaller
+    fixed font follow, as a technical guide's do."""
+    from fpdf import FPDF
+
+    class Report(FPDF):
+        def header(self) -> None:
+            self.set_font("Helvetica", "I", 8)
+            self.cell(0, 6, "Lumen Facilities Guide - internal", align="C")
+            self.ln(10)
+
+        def footer(self) -> None:
+            self.set_y(-15)
+            self.set_font("Helvetica", "I", 8)
+            self.cell(0, 10, f"Page {self.page_no()} of {{nb}}", align="C")
+
+    pdf = Report()
+    pdf.set_title(title)
+    pdf.alias_nb_pages()
+    pdf.add_page()
+    for size, style, text in (
+        (20, "B", "Lumen Facilities Guide"), (14, "B", "1. Meeting rooms"), (11, "", ROOMS),
+        (14, "B", "2. Bicycle parking"), (11, "", BICYCLES),
+    ):  # fmt: skip
+        pdf.set_font("Helvetica", style, size)
+        pdf.multi_cell(0, 6 if size == 11 else 9, text, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Courier", "", 9)
+    for i in range(code_lines):
+        pdf.cell(0, 4, f"    bikes.append(Bicycle(slot={i}, owner=badge_holder(row={i % 7}), charging=False))")
+        pdf.ln(4)
+    return bytes(pdf.output())
+
+
 def image_only_pdf() -> bytes:
     from fpdf import FPDF
 

@@ -262,6 +262,75 @@ def test_pdf_ligatures_are_read_as_their_letters() -> None:
     assert _extract("typeset.pdf", bytes(pdf.output())).text == "The file is in the office, floor two."
 
 
+def test_a_pdf_s_running_header_and_page_numbers_are_no_passage() -> None:
+    """A word processor's export repeats its header and "Page N of M" on every page: read as
+    text, each would be a passage of its own, and the paragraph that goes on over the page
+    break would be cut by them."""
+    from tests.retrieval import fixtures as fx
+
+    doc = _extract("facilities.pdf", fx.report_pdf())
+    assert "internal" not in doc.text and "Page 1 of 2" not in doc.text and "Page 2" not in doc.text
+    assert " ".join(fx.BICYCLES.split()) in " ".join(doc.text.split())  # whole, over the page break
+    assert "stairs" in doc.text[doc.text.index("Cargo bikes") :].split("\n\n")[0]  # one paragraph
+
+
+def test_a_pdf_s_headings_are_its_sections_and_its_largest_its_title() -> None:
+    """Headings are found by their size; the one that opens the document, larger than every
+    other, is its title when the metadata's title is the exporting program's ("Microsoft
+    Word - facilities.docx"). Each section marks the pages it goes over."""
+    from tests.retrieval import fixtures as fx
+
+    doc = _extract("facilities.pdf", fx.report_pdf())
+    assert doc.title == "Lumen Facilities Guide"
+    assert [s.title for s in doc.sections] == ["1. Meeting rooms", "2. Bicycle parking"]
+    bikes = doc.sections[1]
+    assert doc.text[bikes.start : bikes.end].startswith("Bicycles are parked")
+    assert [page for _, page in bikes.meta["marks"]] == [1, 2] and bikes.meta["page"] == 1
+    assert _extract("facilities.pdf", fx.report_pdf(title="Facilities")).title == "Facilities"
+
+
+def test_a_pdf_s_prose_is_no_heading_where_its_code_has_more_letters() -> None:
+    """In a technical guide the code, in a smaller fixed font, can hold more letters than the
+    prose: the prose's size is still the body's, and its lines are no headings."""
+    from tests.retrieval import fixtures as fx
+
+    doc = _extract("facilities.pdf", fx.report_pdf(code_lines=120))
+    assert [s.title for s in doc.sections] == ["1. Meeting rooms", "2. Bicycle parking"]
+    assert "bikes.append(Bicycle(slot=119" in doc.text[doc.sections[1].start : doc.sections[1].end]
+
+
+@pytest.mark.parametrize(
+    "made_up", ["PowerPoint Presentation", "Presentation1", "Document1", "Microsoft Word - roadmap.docx", "roadmap.pptx"]
+)
+def test_a_title_a_program_made_up_gives_way_to_the_document_s_own(made_up: str) -> None:
+    """PowerPoint's template titles every deck "PowerPoint Presentation", and an exported PDF
+    is titled after its program and file: every passage's header would say so. The first
+    slide's title, the Word document's Title paragraph, or the file name is used instead."""
+    import docx
+    from pptx import Presentation
+
+    from tests.retrieval import fixtures as fx
+
+    deck = Presentation(io.BytesIO(fx.pptx_bytes()))
+    deck.core_properties.title = made_up
+    assert _extract("roadmap.pptx", _saved(deck)).title == "Roadmap 2027"
+    word = docx.Document(io.BytesIO(fx.docx_bytes()))
+    word.core_properties.title = made_up
+    assert _extract("handbook.docx", _saved(word)).title == "Office Handbook"
+    deck.core_properties.title = "Roadmap for 2027, as agreed"
+    assert _extract("roadmap.pptx", _saved(deck)).title == "Roadmap for 2027, as agreed"
+
+
+def test_a_pdf_in_one_font_size_is_read_page_by_page() -> None:
+    from tests.retrieval import fixtures as fx
+
+    doc = _extract("p.pdf", fx.pdf_bytes(["Trains are preferred.", "Hotels are approved."]))
+    assert [(s.title, s.meta) for s in doc.sections] == [("p. 1", {"page": 1}), ("p. 2", {"page": 2})]
+    # Pages that are one and the same line are no running header: that line is their text.
+    same = _extract("p.pdf", fx.pdf_bytes(["Badges are collected at the front desk."] * 2))
+    assert same.text.count("Badges are collected") == 2
+
+
 def test_a_spreadsheet_date_reads_as_the_sheet_shows_it() -> None:
     import datetime
 

@@ -45,6 +45,7 @@ def write_office_folder(docs: Path) -> None:
             ]
         )
     )
+    (docs / "facilities.pdf").write_bytes(fx.report_pdf())
     (docs / "contacts.xlsx").write_bytes(fx.xlsx_bytes())
     (docs / "handbook.docx").write_bytes(fx.docx_bytes())
     (docs / "roadmap.pptx").write_bytes(fx.pptx_bytes())
@@ -73,6 +74,7 @@ def test_every_format_is_indexed_with_its_extractor_stamp(office: Engine) -> Non
     recs = office.manifest.all()
     want = {
         "travel.pdf": "pdf",
+        "facilities.pdf": "pdf",
         "contacts.xlsx": "xlsx",
         "handbook.docx": "docx",
         "roadmap.pptx": "pptx",
@@ -145,6 +147,16 @@ def test_a_cited_sentence_points_at_its_own_cue_row_and_page(office: Engine) -> 
     assert cite.quote.startswith("Severity: SEV1")
     hit, cite = _sentence(office, "What hotel room price per night is approved automatically?", "1,400 DKK")
     assert hit.chunk.path == "travel.pdf" and cite.locator == "#page=2" and cite.where == {"page": 2}
+
+
+def test_a_pdf_section_over_two_pages_cites_the_page_each_sentence_is_on(office: Engine) -> None:
+    """The bicycle section starts on page one and counts its spaces on page two: the passage
+    is headed by its section, and the sentence cites page two."""
+    hit, cite = _sentence(office, "How many bicycle parking spaces does the basement hold?", "48 bicycle")
+    assert hit.chunk.path == "facilities.pdf" and hit.chunk.section == "2. Bicycle parking"
+    assert hit.chunk.doc_title == "Lumen Facilities Guide"
+    assert locator_for(hit)[0] == "#page=1" and cite.locator == "#page=2" and cite.label == "p. 2"
+    assert "Page 1" not in hit.chunk.content and "internal" not in hit.chunk.content
 
 
 def test_slides_notes_and_html_and_word_tables_are_searchable(office: Engine) -> None:

@@ -8,6 +8,7 @@ actually built, and ``document.text[start:end]`` always slices back the same wor
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -24,6 +25,22 @@ def clean(text: str) -> str:
     """Normalise line endings and strip the blank edges a parser leaves. A vertical tab is how
     python-pptx gives a line break inside a paragraph (Shift+Enter): a line break here too."""
     return text.replace("\r\n", "\n").replace("\r", "\n").translate(_LINE_BREAKS).strip()
+
+
+# A title a program wrote instead of a person: the exporting app's name and file, a template's
+# default ("PowerPoint Presentation", "Document1"), or a file name. A reader sees the slide's or
+# the page's own title instead, and so should a passage's header.
+_MADE_UP_TITLE = re.compile(
+    r"^(?:microsoft (?:word|powerpoint|excel) - .*|powerpoint presentation|presentation\s*\d*|document\s*\d*"
+    r"|untitled\b.*|slide\s*\d+|.*\.(?:docx?|pdf|pptx?|xlsx?|odt|rtf|txt))$",
+    re.I,
+)
+
+
+def meant_title(title: object) -> str:
+    """A document property's title as one line, or "" when a program made it up."""
+    line = " ".join(str(title or "").split())
+    return "" if _MADE_UP_TITLE.match(line) else line
 
 
 T = TypeVar("T")
@@ -66,25 +83,32 @@ class TextBuilder:
         paragraphs: Sequence[str],
         meta: dict[str, Any] | None = None,
         marks: Sequence[Any] | None = None,
+        joins: Sequence[str] | None = None,
     ) -> bool:
-        """Add one section of paragraphs (blank-line separated); ``marks[i]`` labels paragraph i.
+        """Add one section of paragraphs (blank-line separated); ``marks[i]`` labels paragraph i,
+        and ``joins[i]``, when given, is what comes between paragraph i and the one before it
+        instead of a blank line (a PDF's sentence that goes on over a page break: one line break).
 
         Returns False (and adds nothing) when every paragraph is blank.
         """
-        kept = [(clean(p), marks[i] if marks else None) for i, p in enumerate(paragraphs) if clean(p)]
+        kept = [
+            (clean(p), marks[i] if marks else None, joins[i] if joins else PARAGRAPH)
+            for i, p in enumerate(paragraphs)
+            if clean(p)
+        ]
         if not kept:
             return False
         if self._length:
             self._append(self.separator)
         start = self._length
         offsets = []
-        for i, (para, _) in enumerate(kept):
+        for i, (para, _, join) in enumerate(kept):
             if i:
-                self._append(PARAGRAPH)
+                self._append(join)
             offsets.append(self._append(para))
         info = dict(meta or {})
         if marks:
-            info["marks"] = [[off, mark] for off, (_, mark) in zip(offsets, kept, strict=True)]
+            info["marks"] = [[off, mark] for off, (_, mark, _) in zip(offsets, kept, strict=True)]
         self.sections.append(Section(title, start, self._length, info))
         return True
 

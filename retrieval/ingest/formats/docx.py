@@ -10,14 +10,14 @@ from typing import Any
 
 from retrieval.errors import ExtractionError
 from retrieval.ingest.formats.archive import check_zip
-from retrieval.ingest.formats.builder import TextBuilder, title_rows
+from retrieval.ingest.formats.builder import TextBuilder, meant_title, title_rows
 from retrieval.types import Document
 
 
 @dataclass(frozen=True)
 class DocxExtractor:
     name: str = "docx"
-    version: str = "2"  # 2: content controls, tracked insertions, text boxes, notes; a caption row
+    version: str = "3"  # 2: content controls, tracked insertions, text boxes, notes; a caption row; 3: made-up titles
     suffixes: tuple[str, ...] = (".docx",)
     isolated: bool = True
 
@@ -29,7 +29,7 @@ class DocxExtractor:
             d = docx.Document(io.BytesIO(data))
         except Exception as exc:
             raise ExtractionError(f"corrupt Word document: {exc}") from exc
-        title = (d.core_properties.title or "").strip()
+        title = meant_title(d.core_properties.title)
         b = TextBuilder()
         section, paras = "", list[str]()
         for style, text in _blocks(d, d.element.body):

@@ -9,7 +9,7 @@ from typing import Any
 
 from retrieval.errors import ExtractionError
 from retrieval.ingest.formats.archive import check_zip
-from retrieval.ingest.formats.builder import TextBuilder
+from retrieval.ingest.formats.builder import TextBuilder, meant_title
 from retrieval.types import Document
 
 
@@ -28,7 +28,7 @@ def _shape_texts(shape: Any) -> list[str]:
 @dataclass(frozen=True)
 class PptxExtractor:
     name: str = "pptx"
-    version: str = "2"  # 2: a line break inside a paragraph is a newline, not a vertical tab
+    version: str = "3"  # 2: a line break inside a paragraph is a newline, not a vertical tab; 3: made-up titles
     suffixes: tuple[str, ...] = (".pptx",)
     isolated: bool = True
 
@@ -56,5 +56,5 @@ class PptxExtractor:
             b.section(f"Slide {n}: {title}" if title else f"Slide {n}", texts or [title], {"slide": n})
         if b.empty:
             raise ExtractionError("no text: the slides hold no text (images only?)")
-        title = (deck.core_properties.title or "").strip() or first_title or PurePath(rel_path).stem
+        title = meant_title(deck.core_properties.title) or first_title or PurePath(rel_path).stem
         return b.document(rel_path, title, self.name, self.version, locator="slide")
