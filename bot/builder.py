@@ -40,9 +40,9 @@ from bot.viewer import render_view
 from bot.warmup import FOLDER, Warmup
 from config.settings import Settings
 from retrieval.answer import ANSWER_PROBE, AnswerService, Linker, LinkSigner, Rewriter, Translator, load_secret
-from retrieval.errors import ConfigError, ModelError
+from retrieval.errors import ConfigError, FootnoteError, ModelError
 from retrieval.index import Storage, open_storage
-from retrieval.ingest import ChunkerConfig, ExtractionRunner
+from retrieval.ingest import ChunkerConfig, ExtractionRunner, SourceFile, extractor_for
 from retrieval.learn import LearnedPairs, MatchConfig
 from retrieval.models import (
     Embedder,
@@ -220,8 +220,19 @@ class Builder:
         if s.embed_model != "auto":
             return s.embed_model
         if languages is None:
-            languages = self.drive_languages() or self.languages.scan(s.docs_dir, s.ignore)
+            languages = self.drive_languages() or self.languages.scan(s.docs_dir, s.ignore, read=self.parsed_text)
         return "minilm" if not languages or main_of(languages) == "en" else "multilingual-e5"
+
+    def parsed_text(self, src: SourceFile) -> str | None:
+        """A parsed file's text as the sync will read it (in its sandbox, within its size
+        limit; OCR aside: a language is told from a file's text layer), or None."""
+        ex = extractor_for(src.path)
+        try:
+            if ex is None or src.path.stat().st_size > self.settings.max_file_mb * 1_000_000:
+                return None
+            return self.extraction.extract(ex, src.rel, src.path.read_bytes()).text
+        except (FootnoteError, OSError):
+            return None
 
     def drive_languages(self) -> dict[str, int]:
         """The passages in each language as the last sync found them (its documents, for an

@@ -9,13 +9,14 @@ every document and question to it; several restrict detection to them.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from retrieval.index import Snapshot, StoredIndex
-from retrieval.ingest import walk
+from retrieval.ingest import SourceFile, extractor_for, walk
 from retrieval.models import SUPPORTED, LanguageDetector
 
 ENGLISH = "en"
@@ -25,6 +26,9 @@ ENGLISH = "en"
 # question is searched as asked (docs/measurements.md, "A stray document in another language").
 MAIN_SHARE = 0.9
 _TEXT = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm"})
+SCAN_CHARS = 20_000  # read of each file; also what the text files must hold before no parsed file is read
+PARSED_FILES = 5  # parsed files (PDF, Word, slides, sheets) read when the text files say too little
+ReadParsed = Callable[[SourceFile], str | None]  # a parsed file's text; None when it cannot be read
 
 
 def main_of(weights: Mapping[str, int], share: float = MAIN_SHARE) -> str | None:
@@ -88,26 +92,35 @@ class Languages:
         """The question's language (about 0.3 ms); None when too short to tell."""
         return self._pick(text)
 
-    def scan(self, folder: Path, ignore: Sequence[str] = (), limit: int = 50) -> dict[str, int]:
-        """The languages of a folder's text files and the characters read in each, before
-        anything is indexed (the first 20,000 characters of up to ``limit`` Markdown, text and
-        HTML files; the parsed formats are found by the sync): which embedding model a new
-        index needs."""
+    def scan(
+        self, folder: Path, ignore: Sequence[str] = (), limit: int = 50, read: ReadParsed | None = None
+    ) -> dict[str, int]:
+        """The languages of a folder's files and the characters read in each, before anything
+        is indexed: which embedding model a new index needs. The first ``SCAN_CHARS``
+        characters of up to ``limit`` Markdown, text and HTML files; when those hold less, of up
+        to ``PARSED_FILES`` parsed files too, through ``read`` (a drive of Danish PDFs has no
+        text file, and read as English it would be embedded by the English model)."""
         if len(self.pinned) == 1:
             return {self.pinned[0]: 1}
         found: Counter[str] = Counter()
-        for n, src in enumerate(f for f in walk(folder, ignore) if f.skip is None and f.path.suffix.lower() in _TEXT):
-            if n >= limit:
-                break
+        texts = (f for f in walk(folder, ignore) if f.skip is None and f.path.suffix.lower() in _TEXT)
+        for src in itertools.islice(texts, limit):
             try:
                 with src.path.open("r", encoding="utf-8", errors="replace") as fh:
-                    text = fh.read(20_000)
+                    self._count(fh.read(SCAN_CHARS), found)
             except OSError:
                 continue
-            lang = self._pick(text)
-            if lang is not None:
-                found[lang] += len(text)
+        if read is not None and sum(found.values()) < SCAN_CHARS:
+            parsed = (f for f in walk(folder, ignore) if f.skip is None and f.path.suffix.lower() not in _TEXT)
+            readable = (f for f in parsed if extractor_for(f.path) is not None)
+            for src in itertools.islice(readable, PARSED_FILES):
+                self._count((read(src) or "")[:SCAN_CHARS], found)
         return dict(found)
+
+    def _count(self, text: str, found: Counter[str]) -> None:
+        lang = self._pick(text)
+        if lang is not None:
+            found[lang] += len(text)
 
     @staticmethod
     def main(snapshot: Snapshot) -> str:

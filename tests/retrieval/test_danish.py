@@ -56,6 +56,24 @@ def test_a_pinned_language_wins_and_a_folder_is_scanned_before_indexing(tmp_path
     assert Languages(pinned=("en",)).detect(DANISH) == "en"
 
 
+def test_a_drive_of_danish_pdfs_is_embedded_by_the_multilingual_model_from_its_first_sync(tmp_path: Path) -> None:
+    """The scan before a first sync read text files only: a drive of Danish PDFs (or Word
+    files) looked English, was embedded by MiniLM, and its gate let most unanswerable Danish
+    questions through (docs/measurements.md, "PDFs as a reader reads them"). Its parsed files
+    are read too now, when the text files say too little."""
+    from tests.retrieval import fixtures as fx
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "moms.pdf").write_bytes(fx.pdf_bytes([DANISH, DANISH]))
+    (docs / "ferie.docx").write_bytes(b"not a zip")  # unreadable: skipped, never fatal
+    b = Builder(Settings(docs_dir=docs, data_dir=tmp_path / "data"))
+    assert b.embedding_model() == "multilingual-e5"
+    assert Languages().scan(docs) == {}  # without a reader for parsed files, nothing is told
+    (docs / "notes.md").write_text("# Notes\n\n" + "Reviews are requested before a branch is merged. " * 500)
+    assert Builder(Settings(docs_dir=docs, data_dir=tmp_path / "data2")).embedding_model() == "minilm"
+
+
 def test_text_not_written_in_words_is_no_language_so_a_dump_beside_english_files_keeps_minilm(tmp_path: Path) -> None:
     # langid placed base64 in Danish, and one large dump moved an English drive to the multilingual model.
     dump = "\n".join(base64.b64encode(bytes(range(i, i + 57))).decode() for i in range(150))
