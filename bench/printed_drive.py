@@ -1,13 +1,17 @@
-"""A Markdown drive printed as PDFs, the way a team's drive holds its exported documents:
-``python -m bench.pdf_drive SRC DEST`` writes ``DEST/docs/NAME.pdf`` for every Markdown file
-of ``SRC/docs`` and copies ``SRC``'s question files beside them, so ``footnote eval --docs
-DEST/docs`` scores the PDF reading of the same words with the same needles.
+"""A Markdown drive printed as PDFs or Word files, the way a team's drive holds its exported
+documents: ``python -m bench.printed_drive SRC DEST [--as pdf|docx|docx-unstyled]`` writes
+``DEST/docs/NAME.pdf`` (or ``.docx``) for every Markdown file of ``SRC/docs`` and copies
+``SRC``'s question files beside them, so ``footnote eval --docs DEST/docs`` scores that
+format's reading of the same words with the same needles.
 
 Each PDF looks like a word processor's export: the title large on its first page, headings
 bold, paragraphs reflowed and justified, lists with bullets, code in a fixed font, the title
 as a running header and "Page N of M" as a footer on every page, and the title in the
-file's metadata. Words are the Markdown's as a reader sees them (links as their text), so
-a needle that is one sentence of prose reads the same in both.
+file's metadata. A Word file has the Title and Heading styles, List Bullet items and code
+in Courier New; ``docx-unstyled`` sets its headings bold and large by hand instead, in
+Normal paragraphs, as many documents written without a template do. Words are the
+Markdown's as a reader sees them (links as their text), so a needle that is one sentence of
+prose reads the same in every form.
 
 The font is the DejaVu Sans that matplotlib (a development dependency) ships, so the
 letters of a Danish drive print on any machine.
@@ -133,23 +137,72 @@ def print_pdf(markdown: str, fallback: str, font_dir: Path = FONTS) -> bytes:
     return bytes(pdf.output())
 
 
+def word_file(markdown: str, fallback: str, styled: bool = True) -> bytes:
+    """The Word document of one Markdown page (``styled``: its headings in Heading styles)."""
+    import io
+
+    import docx
+    from docx.shared import Pt
+
+    start, _ = front_matter(markdown)
+    title, _sections = markdown_structure(markdown, fallback)
+    d = docx.Document()
+    d.core_properties.title = title
+
+    def by_hand(text: str, size: int) -> None:
+        run = d.add_paragraph().add_run(text)
+        run.bold, run.font.size = True, Pt(size)
+
+    if styled:
+        d.add_heading(title, level=0)
+    else:
+        by_hand(title, 20)
+    sizes = {"h1": 16, "h2": 14, "h3": 12, "h4": 11, "h5": 11, "h6": 11}
+    skipped_title = False
+    for kind, text in blocks(markdown[start:]):
+        if kind == "h1" and not skipped_title and text == title:
+            skipped_title = True
+        elif kind in sizes and styled:
+            d.add_heading(text, level=int(kind[1]))
+        elif kind in sizes:
+            by_hand(text, sizes[kind])
+        elif kind == "code":
+            d.add_paragraph().add_run(text).font.name = "Courier New"
+        elif kind == "li":
+            d.add_paragraph(text, style="List Bullet")
+        else:
+            d.add_paragraph(text)
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def printed(markdown: str, fallback: str, form: str, font_dir: Path = FONTS) -> bytes:
+    if form == "pdf":
+        return print_pdf(markdown, fallback, font_dir)
+    return word_file(markdown, fallback, styled=form == "docx")
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--as", "form", type=click.Choice(["pdf", "docx", "docx-unstyled"]), default="pdf", show_default=True,
+              help="PDF exports, Word files with heading styles, or Word files whose headings are set by hand.")  # fmt: skip
 @click.option("--font", "font_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=FONTS,
               show_default=True, help="Folder holding DejaVuSans.ttf, -Bold, -Oblique and DejaVuSansMono.ttf.")  # fmt: skip
-def main(src: Path, dest: Path, font_dir: Path) -> None:
-    """Print SRC/docs's Markdown files as PDFs into DEST/docs, with SRC's question files beside them."""
+def main(src: Path, dest: Path, form: str, font_dir: Path) -> None:
+    """Print SRC/docs's Markdown files as PDFs (or Word files) into DEST/docs, with SRC's
+    question files beside them."""
     (dest / "docs").mkdir(parents=True, exist_ok=True)
     pages = sorted((src / "docs").rglob("*.md"))
     for n, page in enumerate(pages, start=1):
-        rel = page.relative_to(src / "docs").with_suffix(".pdf")
+        rel = page.relative_to(src / "docs").with_suffix(".pdf" if form == "pdf" else ".docx")
         click.echo(f"[{n}/{len(pages)}] {rel}", err=True)
         (dest / "docs" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (dest / "docs" / rel).write_bytes(print_pdf(page.read_text(encoding="utf-8"), page.stem, font_dir))
+        (dest / "docs" / rel).write_bytes(printed(page.read_text(encoding="utf-8"), page.stem, form, font_dir))
     for jsonl in src.glob("*.jsonl"):
         shutil.copy(jsonl, dest / jsonl.name)
-    click.echo(f"{len(pages)} PDFs in {dest / 'docs'}")
+    click.echo(f"{len(pages)} {form} files in {dest / 'docs'}")
 
 
 if __name__ == "__main__":
