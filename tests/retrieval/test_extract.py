@@ -300,7 +300,8 @@ def test_a_pdf_s_prose_is_no_heading_where_its_code_has_more_letters() -> None:
 
 
 @pytest.mark.parametrize(
-    "made_up", ["PowerPoint Presentation", "Presentation1", "Document1", "Microsoft Word - roadmap.docx", "roadmap.pptx"]
+    "made_up",
+    ["PowerPoint Presentation", "Presentation1", "Document1", "Microsoft Word - roadmap.docx", "roadmap.pptx"],
 )
 def test_a_title_a_program_made_up_gives_way_to_the_document_s_own(made_up: str) -> None:
     """PowerPoint's template titles every deck "PowerPoint Presentation", and an exported PDF
@@ -319,6 +320,17 @@ def test_a_title_a_program_made_up_gives_way_to_the_document_s_own(made_up: str)
     assert _extract("handbook.docx", _saved(word)).title == "Office Handbook"
     deck.core_properties.title = "Roadmap for 2027, as agreed"
     assert _extract("roadmap.pptx", _saved(deck)).title == "Roadmap for 2027, as agreed"
+
+
+def test_a_word_title_paragraph_is_never_a_passage_even_beside_a_title_property() -> None:
+    import docx
+
+    from tests.retrieval import fixtures as fx
+
+    word = docx.Document(io.BytesIO(fx.docx_bytes()))
+    word.core_properties.title = "Lumen office handbook 2027"
+    doc = _extract("handbook.docx", _saved(word))
+    assert doc.title == "Lumen office handbook 2027" and "Office Handbook" not in doc.text
 
 
 def test_a_pdf_in_one_font_size_is_read_page_by_page() -> None:

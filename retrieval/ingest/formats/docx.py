@@ -17,7 +17,8 @@ from retrieval.types import Document
 @dataclass(frozen=True)
 class DocxExtractor:
     name: str = "docx"
-    version: str = "3"  # 2: content controls, tracked insertions, text boxes, notes; a caption row; 3: made-up titles
+    version: str = "3"  # 2: content controls, tracked insertions, text boxes, notes; a caption row; 3: made-up
+    # titles, and a Title paragraph never a passage
     suffixes: tuple[str, ...] = (".docx",)
     isolated: bool = True
 
@@ -33,8 +34,8 @@ class DocxExtractor:
         b = TextBuilder()
         section, paras = "", list[str]()
         for style, text in _blocks(d, d.element.body):
-            if style == "Title" and not title:
-                title = text
+            if style == "Title":  # the document's name (the header's), never a passage
+                title = title or text
             elif style.startswith("Heading"):
                 b.section(section, paras)
                 section, paras = text, []
