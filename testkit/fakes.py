@@ -512,3 +512,13 @@ class FakeModelServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class MalformedPdfPage:
+    """A pypdf page whose text operators carry a size pypdf cannot scale (a NaN in the matrix,
+    a size that is no number), as malformed but readable PDFs do."""
+
+    def extract_text(self, visitor_text: Callable[..., None]) -> str:
+        visitor_text("Badges are collected ", [1, 0, 0, 1, 0, 0], [1, 0, 0, float("nan"), 0, 0], None, 12)
+        visitor_text("at the front desk.", [1, 0, 0, 1, 0, 0], [1, 0], None, "x")
+        return "Badges are collected at the front desk."

@@ -333,6 +333,13 @@ def test_a_word_title_paragraph_is_never_a_passage_even_beside_a_title_property(
     assert doc.title == "Lumen office handbook 2027" and "Office Handbook" not in doc.text
 
 
+def test_a_pdf_page_whose_sizes_cannot_be_read_keeps_its_words() -> None:
+    from retrieval.ingest.formats.pdf import Line, page_lines
+    from testkit.fakes import MalformedPdfPage
+
+    assert page_lines(MalformedPdfPage()) == [Line("Badges are collected at the front desk.", 0.0)]
+
+
 def test_a_pdf_in_one_font_size_is_read_page_by_page() -> None:
     from tests.retrieval import fixtures as fx
 

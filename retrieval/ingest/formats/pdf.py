@@ -57,7 +57,11 @@ def page_lines(page: Any) -> list[Line]:
     runs: list[tuple[str, float]] = []
 
     def visit(text: str, cm: Sequence[float], tm: Sequence[float], _font: Any, size: float) -> None:
-        runs.append((text, float(size) * math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])))
+        try:  # a malformed matrix or size is no reason to lose the page's words: its size is unknown
+            scaled = float(size) * math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])
+        except (TypeError, ValueError, IndexError):
+            scaled = 0.0
+        runs.append((text, scaled if math.isfinite(scaled) else 0.0))
 
     text = page.extract_text(visitor_text=visit) or ""
     if "".join(piece for piece, _ in runs) != text:
