@@ -71,16 +71,20 @@ def _marks_within(marks: list[list[Any]], span: tuple[int, int]) -> tuple[Any, A
     return marks[first][1], marks[last][1]
 
 
-def locator_for(hit: Hit, span: tuple[int, int] | None = None) -> tuple[str, str, dict[str, Any]]:
+def locator_for(
+    hit: Hit, span: tuple[int, int] | None = None, focus: tuple[int, int] | None = None
+) -> tuple[str, str, dict[str, Any]]:
     """(URL fragment, human label, structured place) for where ``span`` (default: the whole
     passage) sits in its document: its own rows and caption cues when the passage records
-    them (a line-based format's sentence is one row or one cue), its page or slide."""
+    them (a line-based format's sentence is one row or one cue), its page or slide. A page
+    is the one ``focus`` (the cited sentence inside a quoted span) starts on, when given: the
+    sentences quoted around it may begin on the page before."""
     c = hit.chunk
     m = c.meta
     kind = m.get("locator", "char")
     first, last = m.get("mark_first"), m.get("mark_last")
     if span is not None and m.get("marks"):
-        first, last = _marks_within(m["marks"], span)
+        first, last = _marks_within(m["marks"], focus if kind == "page" and focus else span)
     if kind == "page":  # a PDF section cut at headings marks each page it goes over
         page = first if first is not None else m["page"]
         return f"#page={page}", f"p. {page}", {"page": page}
@@ -152,15 +156,22 @@ def cite_evidence(n: int, ev: SourceSentence, links: Linker) -> Citation:
 
 
 def cite(
-    n: int, h: Hit, span: tuple[int, int], quote: str, links: Linker, passage: tuple[int, int] | None = None
+    n: int,
+    h: Hit,
+    span: tuple[int, int],
+    quote: str,
+    links: Linker,
+    passage: tuple[int, int] | None = None,
+    focus: tuple[int, int] | None = None,
 ) -> Citation:
     """A citation of ``span`` (with its own words ``quote``) inside the passage ``h``.
 
     Each format points at the span itself: its characters (``#char=``), its own sheet
-    rows, its own caption cues' time range, its page or its slide.
+    rows, its own caption cues' time range, its page or its slide (the page of ``focus``, the
+    sentence the quote is for, when given).
     """
     c = h.chunk
-    loc, label, where = locator_for(h, span)
+    loc, label, where = locator_for(h, span, focus)
     a, b = span[0] - c.start, span[1] - c.start
     cited = c.content[a:b] if 0 <= a <= b <= len(c.content) else None  # the canonical words, as the viewer reads them
     # A transcript's time range opens the recording beside it (the viewer shows the text).

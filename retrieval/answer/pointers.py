@@ -122,4 +122,4 @@ def in_context(
 def _quoted(n: int, hit: Hit, ex: Excerpt, links: Linker) -> Citation:
     c = hit.chunk
     quote = c.content[ex.start - c.start : ex.end - c.start]
-    return replace(cite(n, hit, (ex.start, ex.end), quote, links, (c.start, c.end)), best=ex.best)
+    return replace(cite(n, hit, (ex.start, ex.end), quote, links, (c.start, c.end), ex.best), best=ex.best)

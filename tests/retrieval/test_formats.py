@@ -14,6 +14,7 @@ import pytest
 
 from retrieval.answer.citations import Linker, cite_evidence, locator_for, make_citations
 from retrieval.answer.evidence import number_sentences
+from retrieval.answer.pointers import in_context
 from retrieval.index.manifest import FAILED, INDEXED
 from retrieval.ingest.chunk import ChunkerConfig, chunk_document
 from retrieval.ingest.extract import extractor_for
@@ -157,6 +158,12 @@ def test_a_pdf_section_over_two_pages_cites_the_page_each_sentence_is_on(office:
     assert hit.chunk.doc_title == "Lumen Facilities Guide"
     assert locator_for(hit)[0] == "#page=1" and cite.locator == "#page=2" and cite.label == "p. 2"
     assert "Page 1" not in hit.chunk.content and "internal" not in hit.chunk.content
+    # Quoted with its neighbours, the quote starts on page one: the link still opens the page
+    # the cited sentence is on.
+    (sentence,) = [s for s in number_sentences([hit]) if "48 bicycle" in s.text]
+    quoted = in_context(1, sentence, None, {}, None, Linker(docs_dir=office.cfg.docs_dir))
+    page_two = next(offset for offset, page in hit.chunk.meta["marks"] if page == 2)
+    assert quoted.start < page_two <= sentence.start and quoted.locator == "#page=2"
 
 
 def test_slides_notes_and_html_and_word_tables_are_searchable(office: Engine) -> None:
