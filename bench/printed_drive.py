@@ -1,6 +1,6 @@
 """A Markdown drive printed as PDFs or Word files, the way a team's drive holds its exported
-documents: ``python -m bench.printed_drive SRC DEST [--as pdf|docx|docx-unstyled]`` writes
-``DEST/docs/NAME.pdf`` (or ``.docx``) for every Markdown file of ``SRC/docs`` and copies
+documents: ``python -m bench.printed_drive SRC DEST [--as pdf|docx|docx-unstyled|pptx]`` writes
+``DEST/docs/NAME.pdf`` (``.docx``, ``.pptx``) for every Markdown file of ``SRC/docs`` and copies
 ``SRC``'s question files beside them, so ``footnote eval --docs DEST/docs`` scores that
 format's reading of the same words with the same needles.
 
@@ -9,7 +9,8 @@ bold, paragraphs reflowed and justified, lists with bullets, code in a fixed fon
 as a running header and "Page N of M" as a footer on every page, and the title in the
 file's metadata. A Word file has the Title and Heading styles, List Bullet items and code
 in Courier New; ``docx-unstyled`` sets its headings bold and large by hand instead, in
-Normal paragraphs, as many documents written without a template do. Words are the
+Normal paragraphs, as many documents written without a template do. A deck has a slide per
+heading, its text in the body placeholder. Words are the
 Markdown's as a reader sees them (links as their text), so a needle that is one sentence of
 prose reads the same in every form.
 
@@ -177,17 +178,59 @@ def word_file(markdown: str, fallback: str, styled: bool = True) -> bytes:
     return out.getvalue()
 
 
+def slide_deck(markdown: str, fallback: str) -> bytes:
+    """The deck of one Markdown page: a title slide, then a slide per heading with its
+    paragraphs, list items and code as the body's paragraphs (a long section makes a long
+    slide, as an exported handout does)."""
+    import io
+
+    from pptx import Presentation
+
+    start, _ = front_matter(markdown)
+    title, _sections = markdown_structure(markdown, fallback)
+    deck = Presentation()
+    deck.core_properties.title = title
+    cover = deck.slides.add_slide(deck.slide_layouts[0])
+    cover.shapes.title.text = title
+    body: list[str] = []
+    heading = ""
+
+    def flush() -> None:
+        if not body:
+            return
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = heading or title
+        frame = slide.placeholders[1].text_frame
+        frame.text = body[0]
+        for text in body[1:]:
+            frame.add_paragraph().text = text
+        body.clear()
+
+    for kind, text in blocks(markdown[start:]):
+        if kind.startswith("h") and not (kind == "h1" and text == title):
+            flush()
+            heading = text
+        elif not kind.startswith("h"):
+            body.append(text)
+    flush()
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
 def printed(markdown: str, fallback: str, form: str, font_dir: Path = FONTS) -> bytes:
     if form == "pdf":
         return print_pdf(markdown, fallback, font_dir)
+    if form == "pptx":
+        return slide_deck(markdown, fallback)
     return word_file(markdown, fallback, styled=form == "docx")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--as", "form", type=click.Choice(["pdf", "docx", "docx-unstyled"]), default="pdf", show_default=True,
-              help="PDF exports, Word files with heading styles, or Word files whose headings are set by hand.")  # fmt: skip
+@click.option("--as", "form", type=click.Choice(["pdf", "docx", "docx-unstyled", "pptx"]), default="pdf", show_default=True,
+              help="PDF exports, Word files with heading styles or with headings set by hand, or slide decks.")  # fmt: skip
 @click.option("--font", "font_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=FONTS,
               show_default=True, help="Folder holding DejaVuSans.ttf, -Bold, -Oblique and DejaVuSansMono.ttf.")  # fmt: skip
 def main(src: Path, dest: Path, form: str, font_dir: Path) -> None:
@@ -196,7 +239,7 @@ def main(src: Path, dest: Path, form: str, font_dir: Path) -> None:
     (dest / "docs").mkdir(parents=True, exist_ok=True)
     pages = sorted((src / "docs").rglob("*.md"))
     for n, page in enumerate(pages, start=1):
-        rel = page.relative_to(src / "docs").with_suffix(".pdf" if form == "pdf" else ".docx")
+        rel = page.relative_to(src / "docs").with_suffix({"pdf": ".pdf", "pptx": ".pptx"}.get(form, ".docx"))
         click.echo(f"[{n}/{len(pages)}] {rel}", err=True)
         (dest / "docs" / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / "docs" / rel).write_bytes(printed(page.read_text(encoding="utf-8"), page.stem, form, font_dir))
