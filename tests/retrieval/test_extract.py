@@ -340,6 +340,15 @@ def test_a_pdf_page_whose_sizes_cannot_be_read_keeps_its_words() -> None:
     assert page_lines(MalformedPdfPage()) == [Line("Badges are collected at the front desk.", 0.0)]
 
 
+def test_a_slide_s_title_heads_its_section_and_is_not_read_again_as_its_text() -> None:
+    from tests.retrieval import fixtures as fx
+
+    doc = _extract("roadmap.pptx", fx.pptx_bytes())
+    texts = {s.title: doc.text[s.start : s.end] for s in doc.sections}
+    assert texts["Slide 1: Roadmap 2027"] == "Ship the mobile app in Q2."
+    assert texts["Slide 2: Hiring"].startswith("Two backend engineers join in March.")
+
+
 def test_a_pdf_in_one_font_size_is_read_page_by_page() -> None:
     from tests.retrieval import fixtures as fx
 

@@ -28,7 +28,8 @@ def _shape_texts(shape: Any) -> list[str]:
 @dataclass(frozen=True)
 class PptxExtractor:
     name: str = "pptx"
-    version: str = "3"  # 2: a line break inside a paragraph is a newline, not a vertical tab; 3: made-up titles
+    version: str = "3"  # 2: a line break inside a paragraph is a newline, not a vertical tab; 3: made-up titles,
+    # and a slide's title no longer read again as its first line
     suffixes: tuple[str, ...] = (".pptx",)
     isolated: bool = True
 
@@ -48,7 +49,10 @@ class PptxExtractor:
                 title_shape.text_frame.text.strip() if title_shape is not None and title_shape.has_text_frame else ""
             )
             first_title = first_title or title
-            texts = [t for s in slide.shapes if s is not title_shape for t in _shape_texts(s)]
+            # python-pptx wraps the same shape in a new object each time it is asked: the title is
+            # told by its element, or every slide's title was read again as the first line of its text.
+            title_element = title_shape.element if title_shape is not None else None
+            texts = [t for s in slide.shapes if s.element is not title_element for t in _shape_texts(s)]
             if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
                 notes = slide.notes_slide.notes_text_frame.text.strip()
                 if notes:
