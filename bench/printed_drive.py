@@ -103,24 +103,31 @@ def blocks(markdown: str) -> list[tuple[str, str]]:
     return [(kind, text) for kind, text in out if text]
 
 
-def print_pdf(markdown: str, fallback: str, font_dir: Path = FONTS) -> bytes:
-    """The PDF of one Markdown page."""
+HEADING_PT = {"h1": 16, "h2": 14, "h3": 12, "h4": 11, "h5": 11, "h6": 11}
+
+
+def page_of(markdown: str, fallback: str) -> tuple[str, list[tuple[str, str]]]:
+    """A Markdown page's title (as Footnote reads it) and its blocks after the front matter,
+    without the first ``# `` heading that is the title: every form prints the title itself."""
     start, _ = front_matter(markdown)
     title, _sections = markdown_structure(markdown, fallback)
+    found = blocks(markdown[start:])
+    at = next((i for i, (kind, text) in enumerate(found) if kind == "h1" and text == title), None)
+    return title, [b for i, b in enumerate(found) if i != at]
+
+
+def print_pdf(markdown: str, fallback: str, font_dir: Path = FONTS) -> bytes:
+    """The PDF of one Markdown page."""
+    title, page = page_of(markdown, fallback)
     pdf = _Printed(title, font_dir)
     pdf.add_page()
     pdf.set_font("Body", "B", 20)
     pdf.multi_cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
     pdf.ln(4)
-    skipped_title = False
-    sizes = {"h1": 16, "h2": 14, "h3": 12, "h4": 11, "h5": 11, "h6": 11}
-    for kind, text in blocks(markdown[start:]):
-        if kind == "h1" and not skipped_title and text == title:
-            skipped_title = True  # printed above, as the page's title
-            continue
-        if kind in sizes:
+    for kind, text in page:
+        if kind in HEADING_PT:
             pdf.ln(2)
-            pdf.set_font("Body", "B", sizes[kind])
+            pdf.set_font("Body", "B", HEADING_PT[kind])
             pdf.multi_cell(0, 7, text, new_x="LMARGIN", new_y="NEXT")
             pdf.ln(1)
         elif kind == "code":
@@ -145,8 +152,7 @@ def word_file(markdown: str, fallback: str, styled: bool = True) -> bytes:
     import docx
     from docx.shared import Pt
 
-    start, _ = front_matter(markdown)
-    title, _sections = markdown_structure(markdown, fallback)
+    title, page = page_of(markdown, fallback)
     d = docx.Document()
     d.core_properties.title = title
 
@@ -158,15 +164,11 @@ def word_file(markdown: str, fallback: str, styled: bool = True) -> bytes:
         d.add_heading(title, level=0)
     else:
         by_hand(title, 20)
-    sizes = {"h1": 16, "h2": 14, "h3": 12, "h4": 11, "h5": 11, "h6": 11}
-    skipped_title = False
-    for kind, text in blocks(markdown[start:]):
-        if kind == "h1" and not skipped_title and text == title:
-            skipped_title = True
-        elif kind in sizes and styled:
+    for kind, text in page:
+        if kind in HEADING_PT and styled:
             d.add_heading(text, level=int(kind[1]))
-        elif kind in sizes:
-            by_hand(text, sizes[kind])
+        elif kind in HEADING_PT:
+            by_hand(text, HEADING_PT[kind])
         elif kind == "code":
             d.add_paragraph().add_run(text).font.name = "Courier New"
         elif kind == "li":
@@ -186,8 +188,7 @@ def slide_deck(markdown: str, fallback: str) -> bytes:
 
     from pptx import Presentation
 
-    start, _ = front_matter(markdown)
-    title, _sections = markdown_structure(markdown, fallback)
+    title, page = page_of(markdown, fallback)
     deck = Presentation()
     deck.core_properties.title = title
     cover = deck.slides.add_slide(deck.slide_layouts[0])
@@ -206,11 +207,11 @@ def slide_deck(markdown: str, fallback: str) -> bytes:
             frame.add_paragraph().text = text
         body.clear()
 
-    for kind, text in blocks(markdown[start:]):
-        if kind.startswith("h") and not (kind == "h1" and text == title):
+    for kind, text in page:
+        if kind in HEADING_PT:
             flush()
             heading = text
-        elif not kind.startswith("h"):
+        else:
             body.append(text)
     flush()
     out = io.BytesIO()
