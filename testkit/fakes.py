@@ -400,6 +400,7 @@ class CrashingLoad:
 
     crash: frozenset[str]
     reply: str = "[1] Within 5 minutes."
+    kernels: str = "default"  # what the loader is told: the test decides what crashes with which
 
     def __call__(self, path: Path) -> DraftingModel:
         form = path.name.split(".")[-2].split("-")[0] if path.name.count(".") > 1 else "as-shipped"

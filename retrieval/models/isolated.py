@@ -3,7 +3,9 @@
 llama.cpp picks its matrix kernels by the CPU it finds, and on some machines a form of
 the weights faults inside them: on a 2-core Intel Xeon (Sapphire Rapids, AMX, virtualised)
 the shipped Q5_0 file and its Q8_0 conversion ended the process with SIGSEGV on the first
-probe prompt, while F16 and BF16 answered. A segfault cannot be caught, so each trial runs
+probe prompt, while F16 and BF16 answered (on another such machine, with llama-cpp-python
+0.3.36, every form did, in llama.cpp's AMX kernels: :mod:`retrieval.models.weights` then
+times each form again with the plain ones). A segfault cannot be caught, so each trial runs
 in a child: a crash is then a result ("that form is not usable here"), the process that
 serves never loads a form that was not seen to answer, and the memory a conversion or a
 trial takes is returned when its child ends.

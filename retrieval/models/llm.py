@@ -38,7 +38,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -83,6 +83,36 @@ class Constraint(Protocol):
 
 
 Grammar = str | Constraint
+# "default": llama.cpp's own choice, which puts weights in "extra" buffers where its CPU
+# backend has kernels for them (AMX tiles on Intel Xeons since Sapphire Rapids; rows of some
+# quantisations repacked for AVX2). "plain": without those, the generic kernels.
+# On a virtualised 2-core Xeon with AMX (2026-12-07) every form of the 0.5B's weights ended
+# the process with SIGSEGV at its first prompt under "default" and answered under "plain".
+Kernels = Literal["default", "plain"]
+_PARAMS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _model_params(kernels: Kernels) -> Iterator[None]:
+    """llama-cpp-python 0.3.36's ``Llama`` takes no argument for llama.cpp's
+    ``use_extra_bufts``: for "plain" the defaults it reads while loading say so."""
+    import llama_cpp.llama as high_level
+
+    low = high_level.llama_cpp  # the ctypes module whose defaults ``Llama.__init__`` reads
+    with _PARAMS_LOCK:  # a load of either kind waits while another one's defaults are swapped
+        defaults = low.llama_model_default_params
+
+        def plain() -> Any:
+            params = defaults()
+            params.use_extra_bufts = False
+            return params
+
+        if kernels == "plain":
+            low.llama_model_default_params = plain
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = defaults
 
 
 def gbnf_of(grammar: Grammar) -> str:
@@ -112,23 +142,26 @@ class LlamaCppModel:
         n_batch: int = 512,
         flash_attn: bool = False,
         deadline_s: float = 30.0,
+        kernels: Kernels = "default",
     ) -> None:
         check_gguf(gguf)
         from llama_cpp import Llama
 
         try:
-            self._llm = Llama(
-                model_path=str(gguf),
-                n_ctx=n_ctx,
-                n_threads=threads or os.cpu_count() or 1,
-                n_batch=n_batch,
-                n_ubatch=n_batch,
-                flash_attn=flash_attn,
-                verbose=False,
-            )
+            with _model_params(kernels):
+                self._llm = Llama(
+                    model_path=str(gguf),
+                    n_ctx=n_ctx,
+                    n_threads=threads or os.cpu_count() or 1,
+                    n_batch=n_batch,
+                    n_ubatch=n_batch,
+                    flash_attn=flash_attn,
+                    verbose=False,
+                )
         except Exception as exc:
             raise ModelError(f"llama.cpp could not load {gguf.name}: {exc}") from exc
         self.name = gguf.name
+        self.kernels = kernels
         self.deadline_s = deadline_s
         self._lock = threading.Lock()
         self._pieces: _TokenPieces | None = None

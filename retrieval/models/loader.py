@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from retrieval.models.cpu import installed_version, rss_mb
 from retrieval.models.files import PackagedModel, packaged_gguf
 from retrieval.models.isolated import in_child
 from retrieval.models.llm import (
+    Kernels,
     LanguageModel,
     LlamaCppModel,
     OpenAICompatibleModel,
@@ -88,7 +89,9 @@ def load_model(
     if not measure and weights == "auto":
         report = cached_weights(
             gguf, convert_gguf, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb
-        ) or WeightsReport("as-shipped", gguf, NOT_MEASURED)
+        ) or WeightsReport(
+            "as-shipped", gguf, NOT_MEASURED, kernels="plain"
+        )  # unmeasured: the kernels that ran everywhere
     else:
         report = choose_weights(
             gguf,
@@ -103,7 +106,9 @@ def load_model(
             isolate_s=trial_s,
             allowance_mb=allowance_mb,
             replacing=replacing,
+            plain=replace(load, kernels="plain"),
         )
+    load = replace(load, kernels=report.kernels)  # as measured: "plain" where the extra kernels crashed
     model = load(report.path)
     model.weights = report
     key = choice_key(report.path, version, tuning)
@@ -133,6 +138,7 @@ class LlamaLoad:
     flash_attn: bool
     deadline_s: float
     drafts: bool
+    kernels: Kernels = "default"
 
     def __call__(self, path: Path) -> LlamaCppModel:
         model = LlamaCppModel(
@@ -142,6 +148,7 @@ class LlamaLoad:
             n_batch=self.n_batch,
             flash_attn=self.flash_attn,
             deadline_s=self.deadline_s,
+            kernels=self.kernels,
         )
         # Each form of the weights is timed as it will serve: drafts are checked in batches,
         # so a form with fast batch kernels gains and one without loses (probe answers on a

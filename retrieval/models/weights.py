@@ -23,7 +23,10 @@ settings, the losing conversions deleted (one process measures at a time: a file
 
 A form can crash llama.cpp outright on some CPUs (see :mod:`retrieval.models.isolated`),
 so the loader times each form in a child process: a crash is recorded as that form's
-result, and the serving process only loads a form that was seen to answer.
+result, and the serving process only loads a form that was seen to answer. A form that
+crashes is timed again without llama.cpp's extra kernels (AMX tiles, repacked rows: the
+"plain" kernels), and is loaded that way if it wins; a model not yet measured (``footnote
+serve`` answers before it has timed the forms) runs on the plain kernels until it is.
 """
 
 from __future__ import annotations
@@ -37,13 +40,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from retrieval.errors import ModelError
 from retrieval.measured import KeyedJson
 from retrieval.models.cpu import CpuInfo, cpu_info, rss_mb
 from retrieval.models.isolated import Crashed, in_child
-from retrieval.models.llm import LanguageModel
+from retrieval.models.llm import Kernels, LanguageModel
 
 log = logging.getLogger("footnote.llm")
 
@@ -51,6 +54,7 @@ Weights = Literal["as-shipped", "q8_0", "f16", "bf16"]
 WeightsChoice = Literal["auto", "as-shipped", "q8_0", "f16", "bf16"]
 WIDENED: tuple[Weights, ...] = ("q8_0", "f16", "bf16")  # every form a conversion can have
 ANSWER_SLACK = 1.10  # the earliest first token wins unless its answer is >10 % slower than the fastest
+PLAIN_NOTE = "without llama.cpp's extra kernels (they crashed here)"
 CACHE_SUFFIX = ".weights.json"  # beside the GGUF: <stem>.weights.json
 
 Load = Callable[[Path], LanguageModel]
@@ -79,11 +83,14 @@ class WeightsTrial:
     same_answers: bool  # its probe answers agree with the shipped weights' (``ProbeCheck.agree``)
     crashed: str = ""  # how its trial ended the process (a signal), if it did: never taken
     memory_mb: float = 0.0  # what the loaded model added to its process's resident memory
+    kernels: Kernels = "default"  # "plain": timed without llama.cpp's extra kernels, which crashed it here
 
     def describe(self) -> str:
         if self.crashed:
-            return f"{self.weights} crashed here ({self.crashed}): not taken"
+            also = ", also without llama.cpp's extra kernels" if self.kernels == "plain" else ""
+            return f"{self.weights} crashed here ({self.crashed}{also}): not taken"
         timed = f"{self.weights} first token {self.first_token_s:.2f} s, answer {self.answer_s:.2f} s"
+        timed += ", plain kernels" if self.kernels == "plain" else ""
         timed += f", {self.memory_mb:.0f} MB" if self.memory_mb else ""
         return timed + ("" if self.same_answers else " (answers differ: not taken)")
 
@@ -96,10 +103,17 @@ class WeightsReport:
     path: Path
     how: str  # "forced by FOOTNOTE_LLM_WEIGHTS", "measured", "cached measurement", "already 8-bit or wider"
     trials: tuple[WeightsTrial, ...] = ()
+    kernels: Kernels = "default"  # how it is loaded: "plain" where llama.cpp's extra kernels crashed
 
     def describe(self) -> str:
         tried = ", ".join(t.describe() for t in self.trials)
-        return f"{self.chosen} ({self.how}{': ' + tried if tried else ''})"
+        chosen = f"{self.chosen}, {PLAIN_NOTE}" if self.kernels == "plain" else self.chosen
+        return f"{chosen} ({self.how}{': ' + tried if tried else ''})"
+
+
+def kernels_of(trials: Sequence[WeightsTrial], weights: str) -> Kernels:
+    """The kernels ``weights`` answered with in ``trials`` ("default" when it was not timed)."""
+    return next((t.kernels for t in trials if t.weights == weights and not t.crashed), "default")
 
 
 def widened_forms(cpu: CpuInfo | None = None, *, backend_bf16: bool = True) -> tuple[Weights, ...]:
@@ -172,6 +186,7 @@ def choose_weights(
     isolate_s: float | None = None,
     allowance_mb: float | None = None,
     replacing: str | None = None,
+    plain: Load | None = None,
 ) -> WeightsReport:
     """The setting when it forces a form; else the cached measurement; else measure.
 
@@ -180,12 +195,14 @@ def choose_weights(
     ``isolate_s`` each form is converted and timed in a child process of its own, given at
     most that many seconds (``load``, ``convert`` and ``check`` must then pickle): a form
     that crashes it is recorded and never taken. ``allowance_mb``: the memory the model may
-    add to this process (see :func:`pick`), beside the form ``replacing`` it replaces. Never
-    fails for want of a conversion."""
+    add to this process (see :func:`pick`), beside the form ``replacing`` it replaces.
+    ``plain`` loads without llama.cpp's extra kernels: a form that crashes under ``load`` is
+    timed again with it. Never fails for want of a conversion."""
+    forms = tuple(forms) if forms is not None else widened_forms()
     with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
-            return _forced(src, choice, file_type, convert)
-        forms = tuple(forms) if forms is not None else widened_forms()
+            earlier = KeyedJson(cache_path(src)).load(_cache_key(src, version, tuning, forms))
+            return _forced(src, choice, file_type, convert, _kernels_measured(earlier, choice))
         kept = cached_weights(
             src, convert, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb, replacing=replacing
         )
@@ -198,12 +215,12 @@ def choose_weights(
         else:
             names = ", ".join(f.upper() for f in forms)
             log.info("timing %s as shipped and as %s on this CPU (once, ~40 s)", src.name, names)
-            trials = measure(src, load, convert, clock, forms, check, isolate_s=isolate_s)
+            trials = measure(src, load, convert, clock, forms, check, isolate_s=isolate_s, plain=plain)
             chosen, how = pick(trials, allowance_mb, replacing), "measured"
         _drop_conversions(src, keep=converted_path(src, chosen))
         if how != "measured" or len(trials) == 1 + len(forms):  # a form that failed is tried again next time
             cache.save(key, {"chosen": chosen, "trials": [asdict(t) for t in trials]})
-        report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials))
+        report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials), kernels_of(trials, chosen))
         log.info("language model weights: %s", report.describe())
         return report
 
@@ -232,30 +249,46 @@ def cached_weights(
             kept = tuple(WeightsTrial(**t) for t in data["trials"])
             # Chosen again from the trials: the memory left may differ from the last start's.
             chosen = pick(kept, allowance_mb, replacing) if kept else data["chosen"]
-            return _available(src, chosen, convert, "cached measurement", kept)
+            return _available(src, chosen, convert, "cached measurement", kept, kernels_of(kept, chosen))
     return None
 
 
-def _forced(src: Path, choice: str, file_type: Callable[[], int | None], convert: Convert) -> WeightsReport:
+def _kernels_measured(data: dict[str, Any] | None, weights: str) -> Kernels:
+    """The kernels an earlier measurement here saw ``weights`` answer with ("default" if none)."""
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        if data is not None:
+            return kernels_of([WeightsTrial(**t) for t in data["trials"]], weights)
+    return "default"
+
+
+def _forced(
+    src: Path, choice: str, file_type: Callable[[], int | None], convert: Convert, kernels: Kernels = "default"
+) -> WeightsReport:
     if choice != "as-shipped" and not widenable(file_type()):
         log.warning(
             "FOOTNOTE_LLM_WEIGHTS=%s on a GGUF already 8-bit or wider (or of unknown type): used as it is", choice
         )
-        return WeightsReport("as-shipped", src, "as shipped: nothing to widen")
+        return WeightsReport("as-shipped", src, "as shipped: nothing to widen", kernels=kernels)
     if choice == "bf16" and not cpu_info().native_bf16:
         log.warning("FOOTNOTE_LLM_WEIGHTS=bf16 on a CPU without native bf16: expect it to be slow")
-    return _available(src, choice, convert, "forced by FOOTNOTE_LLM_WEIGHTS")
+    return _available(src, choice, convert, "forced by FOOTNOTE_LLM_WEIGHTS", kernels=kernels)
 
 
 def _available(
-    src: Path, weights: str, convert: Convert, how: str, trials: tuple[WeightsTrial, ...] = ()
+    src: Path,
+    weights: str,
+    convert: Convert,
+    how: str,
+    trials: tuple[WeightsTrial, ...] = (),
+    kernels: Kernels = "default",
 ) -> WeightsReport:
     """The form, converted again if its file went missing; the shipped file if that fails."""
     try:
-        return WeightsReport(weights, _ensure(src, weights, convert), how, trials)
+        return WeightsReport(weights, _ensure(src, weights, convert), how, trials, kernels)
     except ModelError as exc:
         log.warning("language model weights %s not usable (%s): running the file as shipped", weights, exc)
-        return WeightsReport("as-shipped", src, f"{weights} not usable: as shipped", trials)
+        shipped = kernels_of(trials, "as-shipped") if trials else kernels
+        return WeightsReport("as-shipped", src, f"{weights} not usable: as shipped", trials, shipped)
 
 
 def _drop_conversions(src: Path, keep: Path) -> None:
@@ -289,21 +322,27 @@ def measure(
     check: ProbeCheck,
     *,
     isolate_s: float | None = None,
+    plain: Load | None = None,
 ) -> list[WeightsTrial]:
     """Time the shipped weights and each widened form on the probes (one model loaded at a
     time); answers are compared with the first form that answered (the shipped one, unless
-    it crashed)."""
+    it crashed). A form that crashes is timed again loaded by ``plain``, if given."""
     trials: list[WeightsTrial] = []
     reference: list[str] | None = None
     for w in ("as-shipped", *forms):
+        kernels: Kernels = "default"
         try:
-            if isolate_s is None:
-                first, total, answers, memory = trial(src, w, load, convert, check, clock)
-            else:
-                first, total, answers, memory = in_child(trial, src, w, load, convert, check, timeout_s=isolate_s)
+            try:
+                first, total, answers, memory = _timed(src, w, load, convert, check, clock, isolate_s)
+            except Crashed as exc:
+                if plain is None:
+                    raise
+                log.warning("language model weights %s crashed here (%s): timing it again with plain kernels", w, exc)
+                kernels = "plain"
+                first, total, answers, memory = _timed(src, w, plain, convert, check, clock, isolate_s)
         except Crashed as exc:
             log.warning("language model weights %s crashed here (%s): not taken", w, exc)
-            trials.append(WeightsTrial(w, 0.0, 0.0, False, crashed=str(exc)))
+            trials.append(WeightsTrial(w, 0.0, 0.0, False, crashed=str(exc), kernels=kernels))
             continue
         except ModelError as exc:  # a failed conversion (disk full) is a result: that form is not taken
             log.warning("language model weights %s not usable here: %s", w, exc)
@@ -312,11 +351,19 @@ def measure(
             continue
         reference = reference if reference is not None else answers
         same = all(check.agree(a, r) for a, r in zip(answers, reference, strict=True))
-        trials.append(WeightsTrial(w, round(first, 3), round(total, 3), same, memory_mb=round(memory)))
+        trials.append(WeightsTrial(w, round(first, 3), round(total, 3), same, memory_mb=round(memory), kernels=kernels))
     if reference is None:
         crashes = "; ".join(t.describe() for t in trials)
         raise ModelError(f"the language model crashed on this CPU in every form of its weights tried ({crashes})")
     return trials
+
+
+def _timed(
+    src: Path, weights: str, load: Load, convert: Convert, check: ProbeCheck, clock: Clock, isolate_s: float | None
+) -> tuple[float, float, list[str], float]:
+    if isolate_s is None:
+        return trial(src, weights, load, convert, check, clock)
+    return in_child(trial, src, weights, load, convert, check, timeout_s=isolate_s)
 
 
 def trial(

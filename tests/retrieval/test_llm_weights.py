@@ -226,12 +226,15 @@ def test_a_measurement_that_never_timed_a_form_is_not_reused_when_that_form_is_t
     assert report.how == "measured" and report.chosen == "bf16" and "bf16" in again.loaded
 
 
-def crash_trials(tmp: Path, crash: set[str]):  # type: ignore[no-untyped-def]
+def crash_trials(tmp: Path, crash: set[str], plain: set[str] | None = None, choice: str = "auto"):  # type: ignore[no-untyped-def]
+    """``crash``: the forms that fault in llama.cpp's default kernels; ``plain``: those that
+    fault in its plain ones too (None: no plain loader is offered)."""
     src = tmp / "model.gguf"
     src.write_bytes(b"GGUF shipped") if not src.exists() else None
+    without = None if plain is None else CrashingLoad(frozenset(plain), kernels="plain")
     return choose_weights(
-        src, "auto", file_type=lambda: Q5_0, load=CrashingLoad(frozenset(crash)), convert=write_conversion,
-        version="0.3.36", check=ANSWER_PROBE, forms=("q8_0", "f16"), isolate_s=120,
+        src, choice, file_type=lambda: Q5_0, load=CrashingLoad(frozenset(crash)), convert=write_conversion,  # type: ignore[arg-type]
+        version="0.3.36", check=ANSWER_PROBE, forms=("q8_0", "f16"), isolate_s=120, plain=without,
     )  # fmt: skip
 
 
@@ -251,3 +254,81 @@ def test_a_form_that_crashes_the_process_is_recorded_and_never_taken(tmp_path: P
 def test_weights_that_crash_in_every_form_are_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="crashed on this CPU in every form"):
         crash_trials(tmp_path, {"as-shipped", "q8_0", "f16"})
+
+
+EVERY_FORM = {"as-shipped", "q8_0", "f16"}
+
+
+def test_a_form_that_crashes_in_llama_cpps_extra_kernels_is_timed_again_with_the_plain_ones(tmp_path: Path) -> None:
+    # As on a virtualised 2-core Xeon with AMX (2026-12-07): every form faulted in llama.cpp's
+    # AMX kernels, and each answered without them.
+    report = crash_trials(tmp_path, EVERY_FORM, plain=set())
+    assert report.how == "measured" and report.kernels == "plain" and report.path.is_file()
+    assert all(t.kernels == "plain" and not t.crashed and t.same_answers for t in report.trials)
+    assert "without llama.cpp's extra kernels (they crashed here)" in report.describe()
+    again = crash_trials(tmp_path, EVERY_FORM, plain=set())  # a restart: the kernels come with the cached choice
+    assert again.how == "cached measurement" and again.kernels == "plain"
+    forced = crash_trials(tmp_path, EVERY_FORM, plain=set(), choice="q8_0")  # forced: as measured here
+    assert forced.chosen == "q8_0" and forced.kernels == "plain"
+
+
+def test_a_form_that_crashes_in_the_plain_kernels_too_is_not_taken(tmp_path: Path) -> None:
+    report = crash_trials(tmp_path, EVERY_FORM, plain={"as-shipped", "q8_0"})
+    assert report.chosen == "f16" and report.kernels == "plain"
+    assert "q8_0 crashed here (the process crashed (SIGSEGV), also without llama.cpp's extra kernels)" in (
+        report.describe()
+    )
+    (tmp_path / "other").mkdir()
+    with pytest.raises(ModelError, match="crashed on this CPU in every form"):
+        crash_trials(tmp_path / "other", EVERY_FORM, plain=EVERY_FORM)
+
+
+def test_forms_that_answer_in_the_default_kernels_keep_them(tmp_path: Path) -> None:
+    report = crash_trials(tmp_path, {"as-shipped"}, plain=set())
+    by = {t.weights: t.kernels for t in report.trials}
+    assert by == {"as-shipped": "plain", "q8_0": "default", "f16": "default"}
+    assert report.kernels == by[report.chosen]
+
+
+def test_a_model_not_yet_measured_here_loads_with_the_plain_kernels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `footnote serve` answers before it has timed the forms: in its own process, so with the
+    # kernels that ran on every CPU seen (the default ones crashed serving on the AMX Xeon).
+    from retrieval.models import loader
+
+    kernels: list[str] = []
+    monkeypatch.setattr(loader.LlamaLoad, "__call__", lambda self, path: kernels.append(self.kernels) or TimedModel(
+        "[1] Within 5 minutes.", FakeClock(), 0.1, 0.1))  # fmt: skip
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF shipped")
+    model = loader.load_model(gguf, None, tmp_path, check=ANSWER_PROBE, measure=False)
+    assert kernels == ["plain"] and model.weights.kernels == "plain"  # type: ignore[attr-defined]
+    assert loader.needs_measuring(model)
+
+
+def test_plain_kernels_reach_llama_cpps_load_parameters() -> None:
+    import llama_cpp.llama as high_level
+
+    from retrieval.models.llm import _model_params
+
+    with _model_params("plain"):  # what ``Llama.__init__`` reads while it loads
+        assert high_level.llama_cpp.llama_model_default_params().use_extra_bufts is False
+    assert high_level.llama_cpp.llama_model_default_params().use_extra_bufts is True
+    with _model_params("default"):
+        assert high_level.llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
+def test_the_packaged_model_answers_alike_with_the_plain_kernels(real_model: LanguageModel) -> None:
+    from retrieval.models.files import DEFAULT_GGUF_NAME
+    from retrieval.models.isolated import in_child
+    from retrieval.models.llm import convert_gguf
+    from retrieval.models.loader import LlamaLoad
+    from retrieval.models.weights import trial
+
+    shipped = real_model.weights.path.parent / DEFAULT_GGUF_NAME  # type: ignore[attr-defined]
+    plain = LlamaLoad(4096, None, 512, False, 300.0, drafts=False, kernels="plain")
+    _, _, answers, _ = in_child(trial, shipped, "as-shipped", plain, convert_gguf, ANSWER_PROBE, timeout_s=600)
+    _, _, served = ANSWER_PROBE.run(real_model, FakeClock())
+    assert len(answers) == len(served) > 0
+    assert all(ANSWER_PROBE.agree(a, b) for a, b in zip(answers, served, strict=True))
