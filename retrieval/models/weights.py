@@ -19,7 +19,8 @@ one with the earliest first token wins unless its whole answer is more than
 shipped weights' (other sentences cited, other numbers or words) is not taken. The
 choice is cached beside the file, per file version, CPU, llama.cpp version and llama.cpp
 settings, the losing conversions deleted (one process measures at a time: a file lock);
-``FOOTNOTE_LLM_WEIGHTS`` forces one. Files already 8-bit or wider are used as they are.
+``FOOTNOTE_LLM_WEIGHTS`` forces one. Files already 8-bit or wider are used as they are
+(timed once all the same, for the crash check below).
 
 A form can crash llama.cpp outright on some CPUs (see :mod:`retrieval.models.isolated`),
 so the loader times each form in a child process: a crash is recorded as that form's
@@ -210,7 +211,8 @@ def choose_weights(
             return kept
         cache, key = KeyedJson(cache_path(src)), _cache_key(src, version, tuning, forms)
         if not widenable(file_type()):
-            trials: list[WeightsTrial] = []
+            # Nothing to widen, yet it may crash llama.cpp here as a narrow file may: timed alone.
+            trials = measure(src, load, convert, clock, (), check, isolate_s=isolate_s, plain=plain)
             chosen, how = "as-shipped", "already 8-bit or wider"
         else:
             names = ", ".join(f.upper() for f in forms)
@@ -398,7 +400,7 @@ def describe_cached_weights(models_dir: Path) -> str:
             kept = None
         if data is None or kept is None:
             continue
-        how = "measured" if kept else "already 8-bit or wider"
+        how = "measured" if len(kept) > 1 else "already 8-bit or wider"
         lines.append(
             f"{cache.name.removesuffix(CACHE_SUFFIX)}: {WeightsReport(data['chosen'], cache, how, kept).describe()}"
         )

@@ -151,7 +151,8 @@ def test_a_file_already_8_bit_or_wider_is_used_as_it_is(tmp_path: Path) -> None:
         assert not widenable(file_type)
     forms = Forms(tmp_path, AVX2_LIKE)
     report = forms.choose(file_type=7)
-    assert report.chosen == "as-shipped" and report.path == forms.src and forms.loaded == []
+    assert report.chosen == "as-shipped" and report.path == forms.src and report.how == "already 8-bit or wider"
+    assert forms.loaded == ["as-shipped"] and forms.converted == []  # timed once: it may crash here too
     assert forms.choose("f16", file_type=1).path == forms.src  # forcing cannot narrow a wide file
 
 
@@ -226,14 +227,16 @@ def test_a_measurement_that_never_timed_a_form_is_not_reused_when_that_form_is_t
     assert report.how == "measured" and report.chosen == "bf16" and "bf16" in again.loaded
 
 
-def crash_trials(tmp: Path, crash: set[str], plain: set[str] | None = None, choice: str = "auto"):  # type: ignore[no-untyped-def]
+def crash_trials(
+    tmp: Path, crash: set[str], plain: set[str] | None = None, choice: str = "auto", file_type: int = Q5_0
+):  # type: ignore[no-untyped-def]
     """``crash``: the forms that fault in llama.cpp's default kernels; ``plain``: those that
     fault in its plain ones too (None: no plain loader is offered)."""
     src = tmp / "model.gguf"
     src.write_bytes(b"GGUF shipped") if not src.exists() else None
     without = None if plain is None else CrashingLoad(frozenset(plain), kernels="plain")
     return choose_weights(
-        src, choice, file_type=lambda: Q5_0, load=CrashingLoad(frozenset(crash)), convert=write_conversion,  # type: ignore[arg-type]
+        src, choice, file_type=lambda: file_type, load=CrashingLoad(frozenset(crash)), convert=write_conversion,  # type: ignore[arg-type]
         version="0.3.36", check=ANSWER_PROBE, forms=("q8_0", "f16"), isolate_s=120, plain=without,
     )  # fmt: skip
 
@@ -332,3 +335,11 @@ def test_the_packaged_model_answers_alike_with_the_plain_kernels(real_model: Lan
     _, _, served = ANSWER_PROBE.run(real_model, FakeClock())
     assert len(answers) == len(served) > 0
     assert all(ANSWER_PROBE.agree(a, b) for a, b in zip(answers, served, strict=True))
+
+
+def test_a_file_already_8_bit_that_crashes_in_the_extra_kernels_runs_on_the_plain_ones(tmp_path: Path) -> None:
+    # A Q8_0 GGUF of one's own (FOOTNOTE_LLM_GGUF) on the AMX Xeon: nothing to widen, and it
+    # would have crashed the serving process had it been loaded as it is.
+    report = crash_trials(tmp_path, {"as-shipped"}, plain=set(), file_type=7)
+    assert report.chosen == "as-shipped" and report.how == "already 8-bit or wider" and report.kernels == "plain"
+    assert crash_trials(tmp_path, {"as-shipped"}, plain=set(), file_type=7).kernels == "plain"  # cached
