@@ -28,6 +28,7 @@ from retrieval.models.llm import (
 )
 from retrieval.models.lookup import LookupChoice, LookupReport, cached_lookup, choose_lookup, lookup_trial
 from retrieval.models.weights import (
+    Load,
     ProbeCheck,
     WeightsChoice,
     WeightsReport,
@@ -67,8 +68,9 @@ def load_model(
     process: the form taken fits in what it leaves beside what is loaded already.
 
     ``measure=False`` never times anything: what was measured here before, else the weights
-    as shipped without drafting (:func:`needs_measuring` then says so), so a server can
-    answer at once and time the forms behind it; the model measured then replaces the form
+    as shipped without drafting (:func:`needs_measuring` then says so) on llama.cpp's plain
+    kernels, once a child process has seen them write a token, so a server can answer at
+    once and time the forms behind it; the model measured then replaces the form
     ``replacing`` loaded now, whose memory it may take."""
     if url:
         return OpenAICompatibleModel(url, timeout_s=timeout_s or deadline_s, deadline_s=deadline_s)
@@ -87,11 +89,12 @@ def load_model(
     forms = widened_forms(backend_bf16=llama_has_bf16())
     allowance_mb = None if memory_mb is None else memory_mb - rss_mb()
     if not measure and weights == "auto":
-        report = cached_weights(
+        cached = cached_weights(
             gguf, convert_gguf, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb
-        ) or WeightsReport(
-            "as-shipped", gguf, NOT_MEASURED, kernels="plain"
-        )  # unmeasured: the kernels that ran everywhere
+        )
+        if cached is None:  # not yet seen to answer on this CPU: a crash in this process would end it
+            first_answer(replace(load, kernels="plain"), gguf, timeout_s=trial_s)
+        report = cached or WeightsReport("as-shipped", gguf, NOT_MEASURED, kernels="plain")
     else:
         report = choose_weights(
             gguf,
@@ -119,6 +122,17 @@ def load_model(
     in_own_process = functools.partial(in_child, lookup_trial, load, report.path, check, timeout_s=trial_s)
     model.lookup = choose_lookup(model, report.path, prompt_lookup, key, check, measure=in_own_process)
     return model
+
+
+def first_answer(load: Load, gguf: Path, timeout_s: float) -> None:
+    """Load ``gguf`` and write one token in a child process; :class:`~retrieval.models.isolated.Crashed`
+    (a :class:`~retrieval.errors.ModelError`) when that ends the child, as an instruction this
+    CPU lacks (a llama.cpp built on another machine) or a faulting kernel would."""
+    in_child(_one_token, load, gguf, timeout_s=timeout_s)
+
+
+def _one_token(load: Load, gguf: Path) -> str:
+    return load(gguf).complete([{"role": "user", "content": "Hi"}], 1)
 
 
 def needs_measuring(model: LanguageModel) -> bool:

@@ -303,11 +303,27 @@ def test_a_model_not_yet_measured_here_loads_with_the_plain_kernels(
     kernels: list[str] = []
     monkeypatch.setattr(loader.LlamaLoad, "__call__", lambda self, path: kernels.append(self.kernels) or TimedModel(
         "[1] Within 5 minutes.", FakeClock(), 0.1, 0.1))  # fmt: skip
+    checked: list[str] = []
+    monkeypatch.setattr(loader, "first_answer", lambda load, gguf, timeout_s: checked.append(load.kernels))
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF shipped")
     model = loader.load_model(gguf, None, tmp_path, check=ANSWER_PROBE, measure=False)
+    assert checked == ["plain"]  # seen to write a token in a child process first
     assert kernels == ["plain"] and model.weights.kernels == "plain"  # type: ignore[attr-defined]
     assert loader.needs_measuring(model)
+
+
+def test_a_model_that_crashes_before_it_is_measured_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    # An image built where llama.cpp was compiled for a newer CPU, or kernels that fault:
+    # the child ends, and the server that would have loaded the model says so instead.
+    from retrieval.models.isolated import Crashed
+    from retrieval.models.loader import first_answer
+
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF shipped")
+    with pytest.raises(Crashed, match="SIGSEGV"):
+        first_answer(CrashingLoad(frozenset({"as-shipped"})), gguf, timeout_s=120)
+    first_answer(CrashingLoad(frozenset()), gguf, timeout_s=120)  # one that answers passes
 
 
 def test_plain_kernels_reach_llama_cpps_load_parameters() -> None:
