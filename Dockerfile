@@ -18,6 +18,10 @@ FROM ${BASE} AS builder
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ARG PIP_FIND_LINKS=
 ARG PIP_CERT=
+# llama.cpp is compiled for the CPU of the machine that builds the image (AVX-512, AMX where
+# it has them). An image that must run on older CPUs too: --build-arg
+# CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" (generic kernels; README "Docker").
+ARG CMAKE_ARGS=
 # $pkgs is a list of package names: split on purpose.
 # hadolint ignore=SC2086
 RUN set -eu; \
@@ -36,6 +40,7 @@ RUN set -eu; \
     [ -n "$PIP_CERT" ] || unset PIP_CERT; \
     [ -n "$PIP_FIND_LINKS" ] || unset PIP_FIND_LINKS; \
     [ -n "$TORCH_INDEX" ] || unset TORCH_INDEX; \
+    [ -n "$CMAKE_ARGS" ] || unset CMAKE_ARGS; \
     PIP_NO_CACHE_DIR=1 scripts/install.sh /opt/venv "" deps
 COPY bot bot
 COPY retrieval retrieval

@@ -9,13 +9,14 @@ An in-process GGUF runs on the form of its weights chosen for this CPU (see
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from retrieval.models.cpu import installed_version, rss_mb
 from retrieval.models.files import PackagedModel, packaged_gguf
-from retrieval.models.isolated import in_child
+from retrieval.models.isolated import Crashed, in_child
 from retrieval.models.llm import (
     Kernels,
     LanguageModel,
@@ -35,8 +36,11 @@ from retrieval.models.weights import (
     cached_weights,
     choice_key,
     choose_weights,
+    measured_kernels,
     widened_forms,
 )
+
+log = logging.getLogger("footnote.llm")
 
 NOT_MEASURED = "as shipped until measured"  # WeightsReport.how of a model loaded with measure=False
 
@@ -111,6 +115,11 @@ def load_model(
             replacing=replacing,
             plain=replace(load, kernels="plain"),
         )
+    if (
+        weights != "auto"
+        and measured_kernels(gguf, version=version, tuning=tuning, forms=forms, weights=report.chosen) is None
+    ):
+        report = seen_to_answer(report, load, trial_s)  # forced, and never timed here
     load = replace(load, kernels=report.kernels)  # as measured: "plain" where the extra kernels crashed
     model = load(report.path)
     model.weights = report
@@ -122,6 +131,19 @@ def load_model(
     in_own_process = functools.partial(in_child, lookup_trial, load, report.path, check, timeout_s=trial_s)
     model.lookup = choose_lookup(model, report.path, prompt_lookup, key, check, measure=in_own_process)
     return model
+
+
+def seen_to_answer(report: WeightsReport, load: LlamaLoad, timeout_s: float) -> WeightsReport:
+    """``report``'s form, once a child process has written a token with it: on llama.cpp's
+    default kernels, else on the plain ones (then the report says so); :class:`Crashed` when
+    it crashes on both."""
+    try:
+        first_answer(replace(load, kernels="default"), report.path, timeout_s)
+        return report
+    except Crashed as exc:
+        log.warning("the language model crashed here (%s): trying it without llama.cpp's extra kernels", exc)
+    first_answer(replace(load, kernels="plain"), report.path, timeout_s)
+    return replace(report, kernels="plain")
 
 
 def first_answer(load: Load, gguf: Path, timeout_s: float) -> None:

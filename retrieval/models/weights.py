@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from retrieval.errors import ModelError
 from retrieval.measured import KeyedJson
@@ -202,8 +202,8 @@ def choose_weights(
     forms = tuple(forms) if forms is not None else widened_forms()
     with locked(src):  # two processes starting at once: one measures, the other reads its result
         if choice != "auto":
-            earlier = KeyedJson(cache_path(src)).load(_cache_key(src, version, tuning, forms))
-            return _forced(src, choice, file_type, convert, _kernels_measured(earlier, choice))
+            kernels = measured_kernels(src, version=version, tuning=tuning, forms=forms, weights=choice)
+            return _forced(src, choice, file_type, convert, kernels or "default")
         kept = cached_weights(
             src, convert, version=version, tuning=tuning, forms=forms, allowance_mb=allowance_mb, replacing=replacing
         )
@@ -255,12 +255,15 @@ def cached_weights(
     return None
 
 
-def _kernels_measured(data: dict[str, Any] | None, weights: str) -> Kernels:
-    """The kernels an earlier measurement here saw ``weights`` answer with ("default" if none)."""
+def measured_kernels(src: Path, *, version: str, tuning: str, forms: Sequence[Weights], weights: str) -> Kernels | None:
+    """The kernels an earlier measurement here saw ``weights`` answer with; None when no
+    measurement here saw it answer (reads, never measures)."""
+    data = KeyedJson(cache_path(src)).load(_cache_key(src, version, tuning, forms))
     with contextlib.suppress(KeyError, TypeError, ValueError):
         if data is not None:
-            return kernels_of([WeightsTrial(**t) for t in data["trials"]], weights)
-    return "default"
+            trials = [WeightsTrial(**t) for t in data["trials"]]
+            return next((t.kernels for t in trials if t.weights == weights and not t.crashed), None)
+    return None
 
 
 def _forced(

@@ -359,3 +359,26 @@ def test_a_file_already_8_bit_that_crashes_in_the_extra_kernels_runs_on_the_plai
     report = crash_trials(tmp_path, {"as-shipped"}, plain=set(), file_type=7)
     assert report.chosen == "as-shipped" and report.how == "already 8-bit or wider" and report.kernels == "plain"
     assert crash_trials(tmp_path, {"as-shipped"}, plain=set(), file_type=7).kernels == "plain"  # cached
+
+
+def test_a_forced_form_never_timed_here_writes_a_token_in_a_child_before_it_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FOOTNOTE_LLM_WEIGHTS on the AMX Xeon, before any measurement: loaded as it was, it
+    # would have crashed the process that asked.
+    from retrieval.models import loader
+    from retrieval.models.isolated import Crashed
+
+    kernels: list[str] = []
+    monkeypatch.setattr(loader.LlamaLoad, "__call__", lambda self, path: kernels.append(self.kernels) or TimedModel(
+        "[1] Within 5 minutes.", FakeClock(), 0.1, 0.1))  # fmt: skip
+
+    def crashes_in_the_default_kernels(load: loader.LlamaLoad, gguf: Path, timeout_s: float) -> None:
+        if load.kernels == "default":
+            raise Crashed("the process crashed (SIGSEGV)")
+
+    monkeypatch.setattr(loader, "first_answer", crashes_in_the_default_kernels)
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF shipped")
+    model = loader.load_model(gguf, None, tmp_path, check=ANSWER_PROBE, weights="as-shipped", prompt_lookup="off")
+    assert kernels == ["plain"] and model.weights.kernels == "plain"  # type: ignore[attr-defined]
