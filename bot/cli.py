@@ -13,7 +13,9 @@ import importlib.util
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from pathlib import Path
@@ -873,12 +875,44 @@ def gaps(settings: Settings, since: str, as_json: bool, purge: bool) -> None:
 def model_path(settings: Settings) -> None:
     """Print the path of the GGUF model file, assembling the packaged default if needed.
 
-    For running llama.cpp's server on the same model:
-    python -m llama_cpp.server --model "$(footnote model-path)"
+    For running llama.cpp's server on the same model yourself (`footnote model-server`
+    does it for you): llama-server --model "$(footnote model-path)"
     """
     from retrieval.models import packaged_gguf
 
     click.echo(str(settings.llm_gguf or packaged_gguf(settings.data_dir / "models", settings.llm)))
+
+
+@main.command("model-server")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", default=8080, show_default=True, help="Port to listen on.")
+@click.option("--n-ctx", default=4096, show_default=True, help="Context size in tokens (Footnote's prompts fit 4,096).")
+@click.pass_obj
+@_friendly
+def model_server(settings: Settings, host: str, port: int, n_ctx: int) -> None:
+    """Serve the configured language model as an OpenAI-compatible server (llama-cpp-python's).
+
+    Point every bot replica's FOOTNOTE_LLM_URL at http://HOST:PORT/v1 to scale the model
+    out. The model is the one `footnote model-path` prints. Before it listens, a child
+    process checks which of llama.cpp's kernels run on this CPU: on some (a Xeon with
+    AMX) its default ones crash, and the plain ones are used instead.
+    """
+    from bot.http_server import HttpServer
+    from retrieval.models import openai_compatible_app, packaged_gguf
+
+    gguf = settings.llm_gguf or packaged_gguf(settings.data_dir / "models", settings.llm)
+    server = HttpServer(openai_compatible_app(gguf, n_ctx, settings.llm_threads), (host, port)).start()
+    click.echo(f"serving {gguf.name} at {server.url}/v1 (FOOTNOTE_LLM_URL); Ctrl-C stops it", err=True)
+    _until_stopped()
+    server.stop()
+
+
+def _until_stopped() -> None:
+    """Wait for SIGTERM or Ctrl-C (SIGINT)."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
 
 
 @main.command()

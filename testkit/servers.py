@@ -5,6 +5,7 @@ Each is started as its own process on a free port and stopped at the end.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -35,13 +36,14 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 120.0) -
 
 
 class Server:
-    def __init__(self, args: list[str], health: str, log: Path) -> None:
+    def __init__(self, args: list[str], health: str, log: Path, env: dict[str, str] | None = None) -> None:
         self.args, self.health, self.log = args, health, log
+        self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Server:
         out = self.log.open("ab")
-        self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=self.env)
         wait_http(self.health, self.proc)
         return self
 
@@ -63,19 +65,18 @@ def chroma_server(path: Path, port: int) -> Server:
 
 
 def llama_server(gguf: Path, port: int, log: Path) -> Server:
+    """``footnote model-server``: llama-cpp-python's server, on the kernels that run here."""
     args = [
         sys.executable,
         "-m",
-        "llama_cpp.server",
-        "--model",
-        str(gguf),
+        "bot.cli",
+        "model-server",
         "--host",
         "127.0.0.1",
         "--port",
         str(port),
-        "--n_ctx",
+        "--n-ctx",
         "4096",
-        "--verbose",
-        "False",
     ]
-    return Server(args, f"http://127.0.0.1:{port}/v1/models", log)
+    env = {"FOOTNOTE_LLM_GGUF": str(gguf), "FOOTNOTE_DATA_DIR": str(log.parent / "model-server-data")}
+    return Server(args, f"http://127.0.0.1:{port}/v1/models", log, env)

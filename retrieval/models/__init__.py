@@ -39,7 +39,7 @@ from retrieval.models.llm import (
     OnToken,
     OpenAICompatibleModel,
 )
-from retrieval.models.loader import load_model, needs_measuring
+from retrieval.models.loader import load_model, needs_measuring, openai_compatible_app
 from retrieval.models.lookup import LookupChoice, LookupReport, describe_cached_lookup
 from retrieval.models.weights import Clock, ProbeCheck, WeightsChoice, WeightsReport, describe_cached_weights
 
@@ -111,6 +111,7 @@ __all__ = [
     "measurements",
     "model_folder",
     "needs_measuring",
+    "openai_compatible_app",
     "packaged_gguf",
     "seed_models",
 ]

@@ -660,6 +660,20 @@ def looping(tail: str) -> bool:
     return False
 
 
+def openai_server_app(gguf: Path, n_ctx: int, threads: int | None, kernels: Kernels) -> Any:
+    """llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``) as an
+    ASGI app, its model loaded on ``kernels``: its command line has no switch for
+    llama.cpp's extra kernels, so its app is made here, as its ``__main__`` makes it."""
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    check_gguf(gguf)
+    n_threads = threads or os.cpu_count() or 1
+    model = ModelSettings(model=str(gguf), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False)
+    with _model_params(kernels):  # the model loads while the app is made
+        return create_app(server_settings=ServerSettings(), model_settings=[model])
+
+
 def llama_has_bf16() -> bool:
     """Whether this llama.cpp was built with native bf16 kernels (AVX512_BF16; compiled on
     the installing machine, so it has them where that CPU has)."""

@@ -13,6 +13,7 @@ import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from retrieval.models.cpu import installed_version, rss_mb
 from retrieval.models.files import PackagedModel, packaged_gguf
@@ -26,6 +27,7 @@ from retrieval.models.llm import (
     convert_gguf,
     gguf_file_type,
     llama_has_bf16,
+    openai_server_app,
 )
 from retrieval.models.lookup import LookupChoice, LookupReport, cached_lookup, choose_lookup, lookup_trial
 from retrieval.models.weights import (
@@ -137,13 +139,28 @@ def seen_to_answer(report: WeightsReport, load: LlamaLoad, timeout_s: float) -> 
     """``report``'s form, once a child process has written a token with it: on llama.cpp's
     default kernels, else on the plain ones (then the report says so); :class:`Crashed` when
     it crashes on both."""
+    return replace(report, kernels=answering_kernels(load, report.path, timeout_s))
+
+
+def answering_kernels(load: LlamaLoad, gguf: Path, timeout_s: float) -> Kernels:
+    """The kernels ``gguf`` writes a token with in a child process: llama.cpp's default ones,
+    else the plain ones; :class:`Crashed` when it crashes on both."""
     try:
-        first_answer(replace(load, kernels="default"), report.path, timeout_s)
-        return report
+        first_answer(replace(load, kernels="default"), gguf, timeout_s)
+        return "default"
     except Crashed as exc:
         log.warning("the language model crashed here (%s): trying it without llama.cpp's extra kernels", exc)
-    first_answer(replace(load, kernels="plain"), report.path, timeout_s)
-    return replace(report, kernels="plain")
+    first_answer(replace(load, kernels="plain"), gguf, timeout_s)
+    return "plain"
+
+
+def openai_compatible_app(gguf: Path, n_ctx: int = 4096, threads: int | None = None) -> Any:
+    """llama.cpp's OpenAI-compatible server (llama-cpp-python's) on ``gguf`` as an ASGI app,
+    on the kernels it was seen to answer with here first (``FOOTNOTE_LLM_URL`` points at it)."""
+    load = LlamaLoad(n_ctx, threads, 512, False, 60.0, drafts=False)
+    kernels = answering_kernels(load, gguf, timeout_s=600)
+    log.info("the model server's %s runs on llama.cpp's %s kernels", gguf.name, kernels)
+    return openai_server_app(gguf, n_ctx, threads, kernels)
 
 
 def first_answer(load: Load, gguf: Path, timeout_s: float) -> None:
