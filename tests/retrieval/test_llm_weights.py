@@ -293,6 +293,16 @@ def test_forms_that_answer_in_the_default_kernels_keep_them(tmp_path: Path) -> N
     assert report.kernels == by[report.chosen]
 
 
+def loaded_kernels(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kernels of each in-process load from now on (each gives a fake model)."""
+    from retrieval.models import loader
+
+    kernels: list[str] = []
+    monkeypatch.setattr(loader.LlamaLoad, "__call__", lambda self, path: kernels.append(self.kernels) or TimedModel(
+        "[1] Within 5 minutes.", FakeClock(), 0.1, 0.1))  # fmt: skip
+    return kernels
+
+
 def test_a_model_not_yet_measured_here_loads_with_the_plain_kernels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -300,9 +310,7 @@ def test_a_model_not_yet_measured_here_loads_with_the_plain_kernels(
     # kernels that ran on every CPU seen (the default ones crashed serving on the AMX Xeon).
     from retrieval.models import loader
 
-    kernels: list[str] = []
-    monkeypatch.setattr(loader.LlamaLoad, "__call__", lambda self, path: kernels.append(self.kernels) or TimedModel(
-        "[1] Within 5 minutes.", FakeClock(), 0.1, 0.1))  # fmt: skip
+    kernels = loaded_kernels(monkeypatch)
     checked: list[str] = []
     monkeypatch.setattr(loader, "first_answer", lambda load, gguf, timeout_s: checked.append(load.kernels))
     gguf = tmp_path / "model.gguf"
@@ -369,9 +377,7 @@ def test_a_forced_form_never_timed_here_writes_a_token_in_a_child_before_it_is_l
     from retrieval.models import loader
     from retrieval.models.isolated import Crashed
 
-    kernels: list[str] = []
-    monkeypatch.setattr(loader.LlamaLoad, "__call__", lambda self, path: kernels.append(self.kernels) or TimedModel(
-        "[1] Within 5 minutes.", FakeClock(), 0.1, 0.1))  # fmt: skip
+    kernels = loaded_kernels(monkeypatch)
 
     def crashes_in_the_default_kernels(load: loader.LlamaLoad, gguf: Path, timeout_s: float) -> None:
         if load.kernels == "default":
