@@ -167,7 +167,10 @@ def first_answer(load: Load, gguf: Path, timeout_s: float) -> None:
     """Load ``gguf`` and write one token in a child process; :class:`~retrieval.models.isolated.Crashed`
     (a :class:`~retrieval.errors.ModelError`) when that ends the child, as an instruction this
     CPU lacks (a llama.cpp built on another machine) or a faulting kernel would."""
-    in_child(_one_token, load, gguf, timeout_s=timeout_s)
+    try:
+        in_child(_one_token, load, gguf, timeout_s=timeout_s)
+    except Crashed as exc:
+        raise Crashed(f"{gguf.name} crashes llama.cpp on this CPU ({exc})") from None
 
 
 def _one_token(load: Load, gguf: Path) -> str:
