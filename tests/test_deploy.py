@@ -76,7 +76,9 @@ def test_compose_runs_two_replicas_against_one_chroma_and_one_model_server() -> 
         assert bot["environment"]["FOOTNOTE_CHROMA_URL"] == "http://chroma:8000"
         assert bot["environment"]["FOOTNOTE_LLM_URL"] == "${FOOTNOTE_LLM_URL:-http://llm:8080}"
         assert "footnote-data:/data" in bot["volumes"]
-    assert "llama_cpp.server" in " ".join(services["llm"]["entrypoint"])
+    # llama-cpp-python's server, on the kernels that run on the host's CPU (footnote model-server)
+    assert services["llm"]["entrypoint"][:2] == ["footnote", "model-server"]
+    assert "0.0.0.0" in services["llm"]["entrypoint"] and "8080" in services["llm"]["entrypoint"]
     assert services["chroma"]["entrypoint"][:2] == ["chroma", "run"]  # the server of the client's chromadb
     # Every image is built here, from BASE: nothing comes from another registry.
     for name, svc in services.items():
