@@ -20,7 +20,7 @@ ARG PIP_FIND_LINKS=
 ARG PIP_CERT=
 # llama.cpp is compiled for the CPU of the machine that builds the image (AVX-512, AMX where
 # it has them). An image that must run on older CPUs too: --build-arg
-# CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" (generic kernels; README "Docker").
+# CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" (AVX2 kernels; the README, after `docker build`).
 ARG CMAKE_ARGS=
 # $pkgs is a list of package names: split on purpose.
 # hadolint ignore=SC2086
