@@ -13,9 +13,7 @@ import importlib.util
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from pathlib import Path
@@ -898,21 +896,14 @@ def model_server(settings: Settings, host: str, port: int, n_ctx: int) -> None:
     AMX) its default ones crash, and the plain ones are used instead.
     """
     from bot.http_server import HttpServer
+    from bot.serve import until_signalled
     from retrieval.models import openai_compatible_app, packaged_gguf
 
     gguf = settings.llm_gguf or packaged_gguf(settings.data_dir / "models", settings.llm)
     server = HttpServer(openai_compatible_app(gguf, n_ctx, settings.llm_threads), (host, port)).start()
     click.echo(f"serving {gguf.name} at {server.url}/v1 (FOOTNOTE_LLM_URL); Ctrl-C stops it", err=True)
-    _until_stopped()
+    until_signalled()
     server.stop()
-
-
-def _until_stopped() -> None:
-    """Wait for SIGTERM or Ctrl-C (SIGINT)."""
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
 
 
 @main.command()

@@ -209,6 +209,13 @@ def preflight(opts: ServeOptions, client: WebClient) -> socket.socket:
     return listener
 
 
+def until_signalled() -> None:
+    """Block until SIGTERM or SIGINT (`footnote model-server`'s life)."""
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    _wait(stop)
+
+
 def _wait(stop: threading.Event) -> None:
     while not stop.wait(1.0):  # a bounded wait, so the signal handler gets its turn
         pass

@@ -121,7 +121,8 @@ def load_model(
         weights != "auto"
         and measured_kernels(gguf, version=version, tuning=tuning, forms=forms, weights=report.chosen) is None
     ):
-        report = seen_to_answer(report, load, trial_s)  # forced, and never timed here
+        # Forced, and never seen to answer here: a token written in a child first.
+        report = replace(report, kernels=answering_kernels(load, report.path, trial_s))
     load = replace(load, kernels=report.kernels)  # as measured: "plain" where the extra kernels crashed
     model = load(report.path)
     model.weights = report
@@ -135,13 +136,6 @@ def load_model(
     return model
 
 
-def seen_to_answer(report: WeightsReport, load: LlamaLoad, timeout_s: float) -> WeightsReport:
-    """``report``'s form, once a child process has written a token with it: on llama.cpp's
-    default kernels, else on the plain ones (then the report says so); :class:`Crashed` when
-    it crashes on both."""
-    return replace(report, kernels=answering_kernels(load, report.path, timeout_s))
-
-
 def answering_kernels(load: LlamaLoad, gguf: Path, timeout_s: float) -> Kernels:
     """The kernels ``gguf`` writes a token with in a child process: llama.cpp's default ones,
     else the plain ones; :class:`Crashed` when it crashes on both."""
@@ -149,7 +143,7 @@ def answering_kernels(load: LlamaLoad, gguf: Path, timeout_s: float) -> Kernels:
         first_answer(replace(load, kernels="default"), gguf, timeout_s)
         return "default"
     except Crashed as exc:
-        log.warning("the language model crashed here (%s): trying it without llama.cpp's extra kernels", exc)
+        log.warning("%s: trying it without llama.cpp's extra kernels", exc)
     first_answer(replace(load, kernels="plain"), gguf, timeout_s)
     return "plain"
 

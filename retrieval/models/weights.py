@@ -112,9 +112,9 @@ class WeightsReport:
         return f"{chosen} ({self.how}{': ' + tried if tried else ''})"
 
 
-def kernels_of(trials: Sequence[WeightsTrial], weights: str) -> Kernels:
-    """The kernels ``weights`` answered with in ``trials`` ("default" when it was not timed)."""
-    return next((t.kernels for t in trials if t.weights == weights and not t.crashed), "default")
+def kernels_of(trials: Sequence[WeightsTrial], weights: str) -> Kernels | None:
+    """The kernels ``weights`` answered with in ``trials``; None when it did not answer there."""
+    return next((t.kernels for t in trials if t.weights == weights and not t.crashed), None)
 
 
 def widened_forms(cpu: CpuInfo | None = None, *, backend_bf16: bool = True) -> tuple[Weights, ...]:
@@ -222,7 +222,8 @@ def choose_weights(
         _drop_conversions(src, keep=converted_path(src, chosen))
         if how != "measured" or len(trials) == 1 + len(forms):  # a form that failed is tried again next time
             cache.save(key, {"chosen": chosen, "trials": [asdict(t) for t in trials]})
-        report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials), kernels_of(trials, chosen))
+        kernels = kernels_of(trials, chosen) or "default"
+        report = WeightsReport(chosen, converted_path(src, chosen), how, tuple(trials), kernels)
         log.info("language model weights: %s", report.describe())
         return report
 
@@ -251,7 +252,8 @@ def cached_weights(
             kept = tuple(WeightsTrial(**t) for t in data["trials"])
             # Chosen again from the trials: the memory left may differ from the last start's.
             chosen = pick(kept, allowance_mb, replacing) if kept else data["chosen"]
-            return _available(src, chosen, convert, "cached measurement", kept, kernels_of(kept, chosen))
+            kernels = kernels_of(kept, chosen) or "default"
+            return _available(src, chosen, convert, "cached measurement", kept, kernels)
     return None
 
 
@@ -261,8 +263,7 @@ def measured_kernels(src: Path, *, version: str, tuning: str, forms: Sequence[We
     data = KeyedJson(cache_path(src)).load(_cache_key(src, version, tuning, forms))
     with contextlib.suppress(KeyError, TypeError, ValueError):
         if data is not None:
-            trials = [WeightsTrial(**t) for t in data["trials"]]
-            return next((t.kernels for t in trials if t.weights == weights and not t.crashed), None)
+            return kernels_of([WeightsTrial(**t) for t in data["trials"]], weights)
     return None
 
 
@@ -292,7 +293,7 @@ def _available(
         return WeightsReport(weights, _ensure(src, weights, convert), how, trials, kernels)
     except ModelError as exc:
         log.warning("language model weights %s not usable (%s): running the file as shipped", weights, exc)
-        shipped = kernels_of(trials, "as-shipped") if trials else kernels
+        shipped = (kernels_of(trials, "as-shipped") or "default") if trials else kernels
         return WeightsReport("as-shipped", src, f"{weights} not usable: as shipped", trials, shipped)
 
 
