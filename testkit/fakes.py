@@ -294,6 +294,7 @@ class ScriptedModel:
         self.reply = reply
         self.calls: list[list[Message]] = []
         self.grammars: list[Grammar | None] = []
+        self.drafts_asked: list[bool] = []  # each call's ``drafts``
 
     def complete(
         self,
@@ -302,8 +303,10 @@ class ScriptedModel:
         on_token: OnToken | None = None,
         grammar: Grammar | None = None,
         deadline_s: float | None = None,
+        drafts: bool = True,
     ) -> str:
         self.calls.append(messages)
+        self.drafts_asked.append(drafts)
         self.grammars.append(grammar)
         reply = self.reply(messages[-1]["content"]) if callable(self.reply) else str(self.reply)
         if on_token:
@@ -350,9 +353,10 @@ class TimedModel(ScriptedModel):
         on_token: OnToken | None = None,
         grammar: Grammar | None = None,
         deadline_s: float | None = None,
+        drafts: bool = True,
     ) -> str:
         self.clock.advance(self.first)
-        reply = super().complete(messages, max_tokens, on_token, grammar, deadline_s)
+        reply = super().complete(messages, max_tokens, on_token, grammar, deadline_s, drafts)
         self.clock.advance(self.rest)
         return reply
 

@@ -57,7 +57,7 @@ class Rewriter:
         prompt = PROMPT.format(thread=thread, question=" ".join(question.split()))
         try:
             text = self._model().complete(
-                [{"role": "user", "content": prompt}], self.max_tokens, deadline_s=self.deadline_s
+                [{"role": "user", "content": prompt}], self.max_tokens, deadline_s=self.deadline_s, drafts=False
             )
         except FootnoteError as exc:  # the rewrite is a bonus: the question alone still gets an answer
             log.warning("query rewrite skipped: %s", exc)

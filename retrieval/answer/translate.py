@@ -79,7 +79,9 @@ class Translator:
         # that goes on past that is writing something else, and every token is time.
         budget = min(self.max_tokens, 16 + int(len(text) / 2.5))
         try:
-            out = self._model().complete(translation_messages(text, target), budget, deadline_s=self.deadline_s)
+            out = self._model().complete(
+                translation_messages(text, target), budget, deadline_s=self.deadline_s, drafts=False
+            )
         except FootnoteError as exc:  # the question is searched as asked
             log.warning("could not translate a question into %s: %s", target, exc)
             return None

@@ -4,7 +4,8 @@ In-process llama.cpp by default (greedy, the GGUF's own chat template, threads =
 cores); or any OpenAI-compatible chat server such as llama.cpp's. One llama.cpp
 context serves one completion at a time, so access is serialised with a lock.
 In-process, the next tokens can be drafted from the prompt (prompt-lookup decoding,
-:class:`_PromptLookup`) where that is measured to answer sooner, and each kind of prompt
+:class:`_PromptLookup`) where that is measured to answer sooner, never for a reply the
+caller says is new words, and each kind of prompt
 starts from its own saved instructions (:class:`_PromptStarts`), whatever ran in between.
 
 Both accept a constraint on what the model can write (Footnote's answer format:
@@ -62,7 +63,11 @@ class LanguageModel(Protocol):
         on_token: OnToken | None = None,
         grammar: Grammar | None = None,
         deadline_s: float | None = None,
-    ) -> str: ...
+        drafts: bool = True,
+    ) -> str:
+        """The reply to ``messages``. ``drafts=False`` says the reply is new words, not
+        copied from the prompt (a translation): a model that drafts from its prompt does not."""
+        ...
 
 
 class Cursor(Protocol):
@@ -166,6 +171,7 @@ class LlamaCppModel:
         self._lock = threading.Lock()
         self._pieces: _TokenPieces | None = None
         self._draft: _PromptLookup | None = None
+        self._drafting = False  # whether replies that copy their prompt are drafted from it
         self.starts = _PromptStarts(self._llm)
         self.weights: Report | None = None  # how load_model chose this form of the weights
         self.lookup: Report | None = None  # how load_model decided prompt lookup
@@ -173,7 +179,7 @@ class LlamaCppModel:
     @property
     def prompt_lookup(self) -> bool:
         """Whether tokens are drafted from the prompt (see :class:`_PromptLookup`)."""
-        return self._llm.draft_model is not None
+        return self._drafting
 
     @prompt_lookup.setter
     def prompt_lookup(self, on: bool) -> None:
@@ -188,8 +194,7 @@ class LlamaCppModel:
                 # handed a row and ignores it; so the copies go nowhere. Pinned to
                 # llama-cpp-python 0.3.36 and tested on a prompt longer than the batch.
                 self._llm.scores = _DISCARDED  # type: ignore[assignment]  # typed as the array it replaces
-            # A LlamaDraftModel by its call signature: subclassing it would load llama.cpp on import.
-            self._llm.draft_model = self._draft if on else None  # type: ignore[assignment]  # typed as its own draft class only
+            self._drafting = on
 
     def complete(
         self,
@@ -198,12 +203,18 @@ class LlamaCppModel:
         on_token: OnToken | None = None,
         grammar: Grammar | None = None,
         deadline_s: float | None = None,
+        drafts: bool = True,
     ) -> str:
         limit = deadline_s or self.deadline_s
         end = time.monotonic() + limit
         if not self._lock.acquire(timeout=limit):
             raise ModelError(f"the language model is busy and did not start within {limit:.0f} s; try again")
         try:
+            # A draft of new words is mostly wrong, and checking it costs a batch each step:
+            # on a 2-core AMD EPYC (AVX-512 bf16) translations took twice as long drafted
+            # (docs/measurements.md, "Translations are not drafted").
+            # A LlamaDraftModel by its call signature: subclassing it would load llama.cpp on import.
+            self._llm.draft_model = self._draft if drafts and self._drafting else None  # type: ignore[assignment]  # typed as its own draft class only
             # The prompt's logits are read once, for its last token; a draft asks for every
             # drafted token's (see _PromptLookup).
             self._llm._logits_all = False
@@ -463,6 +474,7 @@ class OpenAICompatibleModel:
         on_token: OnToken | None = None,
         grammar: Grammar | None = None,
         deadline_s: float | None = None,
+        drafts: bool = True,  # a server drafts as it was started to
     ) -> str:
         body: dict[str, Any] = {
             "model": self._model,

@@ -10,11 +10,13 @@ import pytest
 
 from retrieval.answer.probe import ANSWER_PROBE
 from retrieval.answer.prompt import INSTRUCTIONS, AnswerFormat
+from retrieval.answer.rewrite import Rewriter
+from retrieval.answer.translate import Translator
 from retrieval.errors import ModelError
 from retrieval.models.isolated import in_child
 from retrieval.models.llm import LanguageModel
 from retrieval.models.lookup import cache_path, choose_lookup, describe_cached_lookup, lookup_trial
-from testkit.fakes import CrashingLoad, DraftingModel, FakeClock
+from testkit.fakes import CrashingLoad, DraftingModel, FakeClock, ScriptedModel
 
 KEY = "model.gguf|v1|cpu|llama.cpp 0.3|threads=2"
 
@@ -137,3 +139,33 @@ def test_drafting_is_timed_in_a_child_and_a_crash_there_keeps_the_mode_the_weigh
     fine = functools.partial(in_child, lookup_trial, CrashingLoad(frozenset()), weights, ANSWER_PROBE, timeout_s=120)
     report = choose_lookup(_model(0.4), tmp_path / "other.gguf", "auto", KEY, ANSWER_PROBE, measure=fine)
     assert report.how == "measured" and report.same_answers  # the child's model answered both ways alike
+
+
+@pytest.mark.slow
+def test_a_translation_is_never_drafted_while_answers_are(real_model: LanguageModel) -> None:
+    """A translation is new words: drafts from its prompt are mostly wrong, and checking each
+    costs a batch (twice the time on a 2-core AMD EPYC). Answers still draft."""
+    was = real_model.prompt_lookup  # type: ignore[attr-defined]
+    real_model.prompt_lookup = True  # type: ignore[attr-defined]
+    draft = real_model._draft  # type: ignore[attr-defined]
+    try:
+        before = draft.drafts
+        translated = Translator(lambda: real_model, deadline_s=300)(
+            "Hvor hurtigt skal en SEV1-alarm kvitteres, og hvem skal kvittere for den?", "en"
+        )
+        assert translated and draft.drafts == before  # not one token proposed
+        msgs = [
+            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "user", "content": f"SOURCES\n{_FILLER}\n\nQUESTION\nHow long do I have to claim trip 7?"},
+        ]
+        real_model.complete(msgs, 48, grammar=AnswerFormat(24))
+        assert draft.drafts > before  # the answer did draft: the switch is per call, not off
+    finally:
+        real_model.prompt_lookup = was  # type: ignore[attr-defined]
+
+
+def test_translations_and_rewrites_ask_for_no_drafts() -> None:
+    model = ScriptedModel("How fast must a page be acknowledged?")
+    Translator(lambda: model)("Hvor hurtigt skal en alarm kvitteres?", "en")
+    Rewriter(lambda: model)("hey how fast do i ack a page")
+    assert model.drafts_asked == [False, False]
