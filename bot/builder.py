@@ -496,6 +496,7 @@ class Builder:
             learned=self.learned,
             translator=self.translator(),
             glossary=packaged_glossary if s.glossary else None,
+            translated_from_sentence=s.translated_answer == "sentence",
         )
 
     @cached_property

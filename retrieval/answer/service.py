@@ -9,7 +9,9 @@ gate refuses. A message that reads like one a teammate confirmed a passage for (
 same channel scope) is answered from that passage, and says so. What the model writes is never shown as cited
 until the support check has passed it: a sentence its source does not back is
 re-attributed to the source sentence that does, or removed; an answer with nothing
-left (or one too short to check, a bare "No.") is shown as the evidence itself.
+left (or one too short to check, a bare "No.") is shown as the evidence itself. A question
+asked in another language than the drive's may be answered with the sentence most relevant
+to it, translated (no answer written in between), checked and cited the same way.
 """
 
 from __future__ import annotations
@@ -239,6 +241,7 @@ class AnswerService:
         learned: LearnedPairs | None = None,
         translator: Translate | None = None,
         glossary: Callable[[], Glossary] | None = None,
+        translated_from_sentence: bool = False,
     ) -> None:
         self._searcher = searcher
         self._model = model
@@ -253,6 +256,7 @@ class AnswerService:
         self.learned = learned  # the team's confirmed pairs, or None (nothing is learned)
         self.translator = translator  # a question in another language than the drive's, into it (or None)
         self.glossary = glossary  # ... and its words, looked up in the drive's language (or None: not looked up)
+        self.translated_from_sentence = translated_from_sentence  # ... and answered with its sentence (see _written)
 
     def answer(
         self,
@@ -319,12 +323,18 @@ class AnswerService:
 
     def _written(self, turn: _Turn, sources: list[Hit], sentences: list[SourceSentence]) -> Answer:
         """The model writes from ``sentences``; every sentence it writes is checked and cited.
-        When it finds no answer in them, the passages are pointed at instead."""
-        question, timings = turn.asked, turn.timings  # in the drive's language: the model answers in it
-        question_idf = question_weights(question, turn.searcher.snapshot.bm25.idf)
+        When it finds no answer in them, the passages are pointed at instead. A question asked in
+        another language than the drive's is answered, when :attr:`translated_from_sentence`, with
+        the sentence most relevant to it, translated: the model would mostly copy that sentence
+        and then translate its copy, decoding the answer twice (docs/measurements.md, "A
+        translated answer from its sentence")."""
         if not sentences:
             # Every sentence that matched is an instruction planted for an assistant.
             return replace(turn.base, reason="the matching passages hold no statement to cite", timings=turn.done())
+        if turn.back is not None and self.translated_from_sentence:
+            first = sentences[0]
+            return self._checked(turn, sources, sentences, [Claim(" ".join(neutralise(first.text).split()), first.n)])
+        question, timings = turn.asked, turn.timings  # in the drive's language: the model answers in it
         grammar = AnswerFormat(len(sentences))
         messages = build_prompt(question, sentences, turn.context, turn.base.language if not turn.back else None)
         stream = _PartialText(turn.on_token)
@@ -348,7 +358,20 @@ class AnswerService:
         if says_nothing_found(claims) or (not constrained and all(c.cite == 0 for c in claims) and says_not_found(raw)):
             pointed = self._pointed(turn, sources, "the model found no answer in the closest passages")
             return replace(pointed, check=AnswerCheck(len(claims), constrained=constrained))
+        return self._checked(turn, sources, sentences, claims, constrained)
 
+    def _checked(
+        self,
+        turn: _Turn,
+        sources: list[Hit],
+        sentences: list[SourceSentence],
+        claims: list[Claim],
+        constrained: bool = True,
+    ) -> Answer:
+        """The answer of ``claims``: each checked against the sentences it cites, translated
+        back into the asker's language when it was asked in another, and cited."""
+        question = turn.asked
+        question_idf = question_weights(question, turn.searcher.snapshot.bm25.idf)
         t = time.perf_counter()
         # The question's vector is the one search already made (with the thread's context).
         qvec = turn.result.query_vector
@@ -361,7 +384,7 @@ class AnswerService:
         checked = self._translated_back(checked, turn)
         vectors_of = turn.searcher.snapshot.sentence_rows_of
         text, cited, shown_as_evidence = self._compose(checked, question_idf, qvec, sentences, claims[0], vectors_of)
-        timings["check"] = (time.perf_counter() - t) * 1000
+        turn.timings["check"] = (time.perf_counter() - t) * 1000
         summary = AnswerCheck(
             claims=len(claims),
             kept=len(checked.claims) if not shown_as_evidence else 0,

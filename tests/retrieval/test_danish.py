@@ -230,6 +230,35 @@ def test_a_danish_question_to_an_english_drive_is_searched_in_english_and_answer
     assert a.timings["translate"] >= 0 and a.timings["translate_back"] >= 0
 
 
+def test_a_sure_answer_to_a_danish_question_can_be_its_most_relevant_sentence_translated(
+    examples_engine: Engine,
+) -> None:
+    # FOOTNOTE_TRANSLATED_ANSWER=sentence: no answer is written in English to be translated after;
+    # the sentence the model would read first is translated, checked and cited.
+    asked = "Hvor hurtigt skal on-call-ingeniøren kvittere for en SEV1-alarm?"
+    sentence = (
+        "For a SEV1, the on-call engineer must acknowledge the page within 5 minutes and open an incident "
+        "channel named inc-YYYYMMDD-short-name."
+    )
+    danish = "For en SEV1 skal vagten kvittere inden for 5 minutter og åbne en hændelseskanal med navnet inc-YYYYMMDD-short-name."
+    words = _Dictionary({asked: "How fast must the on-call engineer acknowledge a SEV1 page?", sentence: danish})
+    model = ScriptedModel("[0]")
+    svc = AnswerService(
+        examples_engine.searcher,
+        lambda: model,
+        ANSWERING,
+        links=Linker(docs_dir=EXAMPLES),
+        translator=words,
+        translated_from_sentence=True,
+    )
+    a = svc.answer(asked)
+    assert a.answered and a.language == "da" and words.asked[1] == (sentence, "da") and model.calls == []
+    assert a.text.startswith(danish.rstrip(".")) and "[1]" in a.text and not a.check.shown_as_evidence
+    assert sentence in a.citations[0].quote  # the evidence verbatim, in English
+    svc.answer("How fast must a SEV1 page be acknowledged?")  # in the drive's language the model writes
+    assert len(model.calls) == 1
+
+
 @pytest.mark.parametrize(
     "back",
     [
