@@ -21,7 +21,7 @@ import click
 
 from bot.builder import Builder
 from config.settings import load_settings
-from retrieval.answer.translate import translation_messages
+from retrieval.answer.translate import translation_budget, translation_messages
 from retrieval.evaluation import sign_test
 from retrieval.models import LanguageModel, cpu_info, seed_models
 
@@ -32,7 +32,7 @@ def _texts(path: Path, field: str, limit: int) -> list[str]:
 
 
 def _timed(model: LanguageModel, text: str, target: str, drafts: bool) -> tuple[float, str]:
-    budget = min(128, 16 + int(len(text) / 2.5))  # as the Translator asks
+    budget = translation_budget(text)  # as the Translator asks
     t = time.perf_counter()
     out = model.complete(translation_messages(text, target), budget, deadline_s=30.0, drafts=drafts)
     return time.perf_counter() - t, " ".join(out.split())

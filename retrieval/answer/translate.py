@@ -64,6 +64,13 @@ def translation_messages(text: str, target: str) -> list[Message]:
     return [*out, {"role": "user", "content": " ".join(text.split())}]
 
 
+def translation_budget(text: str, max_tokens: int = 128) -> int:
+    """The tokens a translation of ``text`` may take. A translation is about as long as its text
+    (about 3.5 characters a token); a model that goes on past that is writing something else,
+    and every token is time."""
+    return min(max_tokens, 16 + int(len(text) / 2.5))
+
+
 class Translator:
     """Asks a language model for ``text`` in a target language; ``None`` when it cannot."""
 
@@ -75,12 +82,12 @@ class Translator:
     def __call__(self, text: str, target: str) -> str | None:
         if target not in SYSTEM or not text.strip():
             return None
-        # A translation is about as long as its text (about 3.5 characters a token); a model
-        # that goes on past that is writing something else, and every token is time.
-        budget = min(self.max_tokens, 16 + int(len(text) / 2.5))
         try:
             out = self._model().complete(
-                translation_messages(text, target), budget, deadline_s=self.deadline_s, drafts=False
+                translation_messages(text, target),
+                translation_budget(text, self.max_tokens),
+                deadline_s=self.deadline_s,
+                drafts=False,
             )
         except FootnoteError as exc:  # the question is searched as asked
             log.warning("could not translate a question into %s: %s", target, exc)
