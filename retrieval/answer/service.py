@@ -39,9 +39,8 @@ from retrieval.answer.support import (
     SupportConfig,
     best_for_question,
     check,
-    numbers,
 )
-from retrieval.answer.translate import Translate
+from retrieval.answer.translate import Translate, passes_for
 from retrieval.errors import FootnoteError, ModelError
 from retrieval.learn import LearnedPairs, Match, Pair, holder
 from retrieval.models import SUPPORTED, LanguageModel, OnToken
@@ -508,11 +507,7 @@ class AnswerService:
     def _faithful(self, claim: str, turn: _Turn) -> str | None:
         assert self.translator is not None and turn.back is not None
         out = self.translator(claim, turn.back)
-        if not out or not 0.5 <= len(out) / max(1, len(claim)) <= 2.0:
-            return None
-        if turn.searcher.languages.detect(out) not in (turn.back, None) or not numbers(claim) <= numbers(out):
-            return None
-        return out
+        return out if passes_for(claim, out, turn.back, turn.searcher.languages.detect) else None
 
     def _learned(
         self,

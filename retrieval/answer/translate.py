@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from retrieval.answer.support import numbers
 from retrieval.errors import FootnoteError
 from retrieval.models import LanguageModel, Message
 
@@ -69,6 +70,16 @@ def translation_budget(text: str, max_tokens: int = 128) -> int:
     (about 3.5 characters a token); a model that goes on past that is writing something else,
     and every token is time."""
     return min(max_tokens, 16 + int(len(text) / 2.5))
+
+
+def passes_for(source: str, translation: str | None, target: str, detect: Callable[[str], str | None]) -> bool:
+    """Whether ``translation`` passes for ``source`` in ``target``: in that language (or too
+    short to tell), with the same numbers, of a like length. Only the source was checked
+    against its evidence, so its translation must pass for it; the 0.5B, asked for Danish,
+    sometimes writes English (often the source copied), German or a note about its task."""
+    if not translation or not 0.5 <= len(translation) / max(1, len(source)) <= 2.0:
+        return False
+    return detect(translation) in (target, None) and numbers(source) <= numbers(translation)
 
 
 class Translator:

@@ -19,7 +19,7 @@ from config.settings import Settings
 from retrieval.answer import Linker, Searched, Translator
 from retrieval.answer.prompt import build_prompt
 from retrieval.answer.service import DOCS_SAY, AnswerService, Outcome
-from retrieval.answer.translate import translation_messages
+from retrieval.answer.translate import passes_for, translation_messages
 from retrieval.evaluation.report import format_eval
 from retrieval.evaluation.suite import Question, run_eval
 from retrieval.index import Bm25Index, Snapshot, StoredIndex, tokenize
@@ -281,6 +281,24 @@ def test_an_answer_sentence_that_does_not_translate_is_not_shown_and_the_evidenc
     assert a.answered and a.language == "da" and a.check.untranslated == 1 and a.check.shown_as_evidence
     assert claim not in a.text and a.text.startswith(DOCS_SAY) and "acknowledge the page within 5 minutes" in a.text
     assert render.answer_text(a).startswith("Dokumenterne siger:")  # the asker's words; the quote verbatim
+
+
+@pytest.mark.parametrize(
+    ("translation", "passes"),
+    [
+        ("Vagten skal kvittere for alarmen inden for 5 minutter.", True),
+        ("The on-call engineer must acknowledge the page within 5 minutes.", False),  # copied, in English
+        ("Vagten skal kvittere for alarmen hurtigt.", False),  # the number lost
+        ("Vagten skal kvittere inden for 5 minutter. " * 4, False),  # far longer: something else was written
+        (None, False),
+    ],
+)
+def test_a_translation_passes_for_its_sentence_only_in_the_language_with_its_numbers_and_length(
+    translation: str | None, passes: bool
+) -> None:
+    detector = LanguageDetector()
+    claim = "The on-call engineer must acknowledge the page within 5 minutes."
+    assert passes_for(claim, translation, "da", lambda t: detector.detect(t).language) is passes
 
 
 def test_an_english_question_to_an_english_drive_is_never_translated(examples_engine: Engine) -> None:
