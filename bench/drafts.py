@@ -15,7 +15,9 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -24,6 +26,8 @@ from config.settings import load_settings
 from retrieval.answer.translate import translation_budget, translation_messages
 from retrieval.evaluation import sign_test
 from retrieval.models import LanguageModel, cpu_info, seed_models
+
+FC = TypeVar("FC", bound=Callable[..., object])
 
 
 def _texts(path: Path, field: str, limit: int) -> list[str]:
@@ -38,16 +42,24 @@ def _timed(model: LanguageModel, text: str, target: str, drafts: bool) -> tuple[
     return time.perf_counter() - t, " ".join(out.split())
 
 
+QUESTIONS = click.option("--questions", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+
+
+def into_option(default: str) -> Callable[[FC], FC]:
+    """``--into``: which texts of the questions file are translated, into which language."""
+    return click.option(
+        "--into",
+        "target",
+        type=click.Choice(["en", "da"]),
+        default=default,
+        show_default=True,
+        help="en: translate the questions; da: translate the needles (a document's own words, as an answer's sentence is).",
+    )
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--questions", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
-@click.option(
-    "--into",
-    "target",
-    type=click.Choice(["en", "da"]),
-    default="en",
-    show_default=True,
-    help="en: translate the questions; da: translate the needles (an answer's sentences).",
-)
+@QUESTIONS
+@into_option("en")
 @click.option("--limit", default=24, show_default=True, help="Texts to translate (each twice).")
 def main(questions: Path, target: str, limit: int) -> None:  # fmt: skip
     texts = _texts(questions, "question" if target == "en" else "needle", limit)
