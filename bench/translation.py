@@ -111,10 +111,9 @@ def _paired(name: str, first: Sequence[Translated], other: Sequence[Translated])
     more = sum(foreign(b) > foreign(a) for a, b in pairs)
     passes = sum(b.passes and not a.passes for a, b in pairs)
     fails = sum(a.passes and not b.passes for a, b in pairs)
-    return (
-        f"  {name} against the first: fewer words not Danish in {fewer}, more in {more} (p = {sign_test(fewer, more):.2g}); "
-        f"passes +{passes}/-{fails} (p = {sign_test(passes, fails):.2g})"
-    )
+    words = f"fewer words not Danish in {fewer}, more in {more} (p = {sign_test(fewer, more):.2g}); "
+    counted = any(r.words for r in (*first, *other))
+    return f"  {name} against the first: {words if counted else ''}passes +{passes}/-{fails} (p = {sign_test(passes, fails):.2g})"
 
 
 def _summary(name: str, rows: Sequence[Translated]) -> str:
