@@ -11,7 +11,6 @@ never a pass/fail; never run two benchmarks at once on a 2-core box.
 
 from __future__ import annotations
 
-import json
 import statistics
 import tempfile
 import time
@@ -21,6 +20,7 @@ from typing import TypeVar
 
 import click
 
+from bench.drive import rows
 from bot.builder import Builder
 from config.settings import load_settings
 from retrieval.answer.translate import translation_budget, translation_messages
@@ -31,8 +31,7 @@ FC = TypeVar("FC", bound=Callable[..., object])
 
 
 def _texts(path: Path, field: str, limit: int) -> list[str]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r[field] for r in rows][:limit]
+    return [r[field] for r in rows(path)][:limit]
 
 
 def _timed(model: LanguageModel, text: str, target: str, drafts: bool) -> tuple[float, str]:

@@ -30,17 +30,18 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
 from bench.drafts import QUESTIONS, into_option
+from bench.drive import rows
 from bot.builder import Builder
 from config.settings import Settings, load_settings
-from retrieval.answer.translate import passes_for, translation_budget, translation_messages
+from retrieval.answer.translate import Translator, passes_for
 from retrieval.evaluation import sign_test
-from retrieval.models import LanguageDetector, LanguageModel, cpu_info, seed_models
+from retrieval.models import LanguageDetector, cpu_info, seed_models
 
 _WORD = re.compile(r"[^\W\d_]+")
 KNOWN_ZIPF = 1.0  # wordfreq's Zipf scale: 1.0 is once in 100 million words
@@ -60,8 +61,7 @@ class Translated:
 
 
 def _texts(path: Path, field: str, limit: int) -> list[str]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return list(dict.fromkeys(str(r[field]) for r in rows))[:limit]  # a need asked twice is one text
+    return list(dict.fromkeys(str(r[field]) for r in rows(path)))[:limit]  # a need asked twice is one text
 
 
 def _unknown_words(target: str) -> Unknown | None:
@@ -72,7 +72,7 @@ def _unknown_words(target: str) -> Unknown | None:
         return None
 
     def count(text: str, out: str) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
-        source = {w for w in _WORD.findall(text)}
+        source = set(_WORD.findall(text))
         plain = {w for w in source if w.islower()}  # a name or a capitalised term is kept on purpose
         words = [w for w in _WORD.findall(out) if len(w) > 2]
         foreign = [w for w in words if zipf_frequency(w.lower(), target) < KNOWN_ZIPF]
@@ -83,11 +83,10 @@ def _unknown_words(target: str) -> Unknown | None:
     return count
 
 
-def _translate(model: LanguageModel, text: str, target: str, detect: Callable[[str], str | None]) -> Translated:
+def _translate(translator: Translator, text: str, target: str, detect: Callable[[str], str | None]) -> Translated:
     t = time.perf_counter()
-    raw = model.complete(translation_messages(text, target), translation_budget(text), deadline_s=60.0, drafts=False)
+    out = translator(text, target) or ""  # as the product asks, cleans and gives up
     seconds = time.perf_counter() - t
-    out = " ".join(raw.strip().strip('"“”').split())
     copied = out.casefold() == " ".join(text.split()).casefold()
     return Translated(text, out, seconds, passes_for(text, out, target, detect), copied)
 
@@ -95,11 +94,17 @@ def _translate(model: LanguageModel, text: str, target: str, detect: Callable[[s
 def _scored(rows: list[Translated], unknown: Unknown | None) -> list[Translated]:
     if unknown is None:
         return rows
-    return [Translated(r.text, r.out, r.seconds, r.passes, r.copied, *unknown(r.text, r.out)) for r in rows]
+    out = []
+    for r in rows:
+        words, made_up, left = unknown(r.text, r.out)
+        out.append(replace(r, words=words, made_up=made_up, left=left))
+    return out
 
 
-def _model(settings: Settings, translator: str) -> LanguageModel:
-    return Builder(settings.model_copy(update={"translate": translator})).translate_model
+def _translator(settings: Settings, name: str) -> Translator:
+    """The product's Translator over ``name``'s model (FOOTNOTE_TRANSLATE), with a bench's deadline."""
+    model = Builder(settings.model_copy(update={"translate": name})).translate_model
+    return Translator(lambda: model, deadline_s=60.0)
 
 
 def _paired(name: str, first: Sequence[Translated], other: Sequence[Translated]) -> str:
@@ -151,21 +156,25 @@ def main(questions: Path, target: str, translators: tuple[str, ...], limit: int,
     live = load_settings()
     click.echo(f"CPU  {cpu_info().describe()}")
     detector = LanguageDetector()
+
+    def detect(text: str) -> str | None:
+        return detector.detect(text).language
+
     unknown = _unknown_words(target) if target == "da" else None
     results: dict[str, list[Translated]] = {}
     with tempfile.TemporaryDirectory(prefix="footnote-bench-translation-") as tmp:
         seed_models(live.data_dir / "models", Path(tmp) / "models")
         settings = live.model_copy(update={"data_dir": Path(tmp)})
         for name in translators:
-            model = _model(settings, name)
-            _translate(model, "Hej", target, lambda t: detector.detect(t).language)  # warm: the examples' start
+            translator = _translator(settings, name)
+            _translate(translator, "Hej", target, detect)  # warm: the examples' start
             with click.progressbar(texts, label=f"{name} into {target}") as bar:
-                rows = [_translate(model, t, target, lambda s: detector.detect(s).language) for t in bar]
-            results[name] = _scored(rows, unknown)
-            del model  # one model in memory at a time
+                done = [_translate(translator, t, target, detect) for t in bar]
+            results[name] = _scored(done, unknown)
+            del translator  # one model in memory at a time
     click.echo(f"into {target}, {len(texts)} texts from {questions}")
-    for name, rows in results.items():
-        click.echo(_summary(name, rows))
+    for name, got in results.items():
+        click.echo(_summary(name, got))
     first = results[translators[0]]
     for name in translators[1:]:
         click.echo(_paired(name, first, results[name]))
