@@ -92,22 +92,27 @@ def shorten(text: str, limit: int = QUOTE_CHARS) -> str:
     return cut + "…"
 
 
+def unsearched(a: Answer) -> str | None:
+    """What a refusal that never searched says instead of "I couldn't find this in the docs"
+    (Footnote did not look): a message with no words, or in a language without support
+    (then in both languages it speaks). None for a refusal after a search."""
+    if a.reason.startswith("the question is in "):
+        return f"{say('en', NOT_SUPPORTED)} {say('da', NOT_SUPPORTED)}"
+    if a.reason.startswith("there is no question"):
+        return say(a.language, NO_QUESTION)
+    return None
+
+
 def refusal_reason(a: Answer) -> str:
     """Why it was refused, in the asker's language: the technical reason in English, a
     sentence from the catalogue in another language."""
     lang = a.language
-    if a.reason.startswith("the question is in "):  # a language without support: say so in both
-        return f"{say('en', NOT_SUPPORTED)} {say('da', NOT_SUPPORTED)}"
     if lang in (None, "en"):
         return a.reason
     if a.reason.startswith("no documents in ") and a.collection:
         return say(lang, NO_DOCUMENTS, where=a.collection)
-    for prefix, message in (
-        ("there is no question", NO_QUESTION),
-        ("the matching passages hold", NO_STATEMENT),
-    ):
-        if a.reason.startswith(prefix):
-            return say(lang, message)
+    if a.reason.startswith("the matching passages hold"):
+        return say(lang, NO_STATEMENT)
     return say(lang, NOTHING_CLOSE)
 
 
@@ -121,6 +126,8 @@ def answer_words(a: Answer) -> str:
 def answer_text(a: Answer) -> str:
     """What the Slack message shows, as plain terminal text."""
     lang = a.language
+    if a.refused and (said := unsearched(a)) is not None:
+        return said
     if a.refused:
         lines = [f"{say(lang, REFUSAL_HEADLINE)} ({refusal_reason(a)})"]
         if a.nearest:
@@ -173,7 +180,9 @@ def slack_blocks(a: Answer, collection: str | None = None, feedback_id: str | No
     """Block Kit for an answer or a refusal, within Slack's limits."""
     lang = a.language
     blocks: list[dict[str, Any]] = []
-    if a.refused:
+    if a.refused and (said := unsearched(a)) is not None:
+        blocks.append(_section(escape(said)))
+    elif a.refused:
         headline = f":mag: *{say(lang, REFUSAL_HEADLINE)}* _{say(lang, NOT_AN_ANSWER)}_"
         blocks.append(_section(f"{headline}\n{escape(refusal_reason(a))}"))
         if a.nearest:
@@ -258,7 +267,7 @@ def _context(text: str) -> dict[str, Any]:
 def fallback_text(a: Answer) -> str:
     """Notification text (shown where blocks are not): escaped, short."""
     if a.refused:
-        return escape(say(a.language, REFUSAL_HEADLINE))
+        return escape(unsearched(a) or say(a.language, REFUSAL_HEADLINE))
     return escape(say(a.language, _pointer_headline(a)) if a.pointers else shorten(answer_words(a), 300))
 
 

@@ -56,6 +56,25 @@ def test_refusal_is_clearly_not_an_answer() -> None:
     assert "feedback_up" not in blob
 
 
+def test_a_refusal_that_never_searched_says_why_not_that_nothing_was_found() -> None:
+    """Emoji only, or a language without support: Footnote did not look in the docs, so it
+    does not say it could not find anything there; it says what it needs, in every form."""
+    from bot.render import answer_text, fallback_text
+
+    unsupported = "the question is in de, which Footnote does not support (English, Danish)"
+    german = Answer("Wo?", True, unsupported, "", [], outcome=Outcome.REFUSED_GATE)
+    empty = Answer("🙂", True, "there is no question to answer", "", [], outcome=Outcome.REFUSED_GATE, language="da")
+    for a, said in (
+        (german, "I answer questions in English and Danish. Jeg svarer på spørgsmål på dansk og engelsk."),
+        (empty, "Stil mig et spørgsmål om dokumenterne."),
+    ):
+        blocks = slack_blocks(a, feedback_id="f1")
+        assert [b["text"]["text"] for b in blocks] == [said]
+        assert answer_text(a) == said and fallback_text(a) == said
+    searched = Answer("q", True, "nothing relevant enough", "", [], outcome=Outcome.REFUSED_GATE)
+    assert answer_text(searched).startswith("I couldn't find this in the docs.")
+
+
 def test_status_text_lists_counts_reasons_and_sync_times() -> None:
     from datetime import UTC, datetime
 
