@@ -501,9 +501,12 @@ def ask(settings: Settings, question: str | None, as_json: bool, from_file: Path
     """Answer QUESTION from the indexed documents, with citations.
 
     The model writes only [n]; Footnote attaches each source's document, section,
-    link and quote. When nothing relevant is found, the question is refused and the
-    model is not called. Each question and its outcome is recorded for `footnote gaps`
-    (asked in "all documents"; nothing with FOOTNOTE_GAPS=off).
+    link and quote. When Footnote is not sure, it quotes the closest passages instead,
+    plainly not an answer; when nothing is close, it refuses. The model writes neither.
+    A question in Danish to an English drive (or the other way) is translated by the
+    model first.
+    Each question and its outcome is recorded for `footnote gaps` (asked in "all
+    documents"; nothing with FOOTNOTE_GAPS=off).
     """
     from bot.render import answer_json, answer_text
     from retrieval.answer import Outcome
