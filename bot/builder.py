@@ -34,7 +34,7 @@ from bot.metrics import Metrics
 from bot.scheduler import SyncSchedule, make_trigger
 from bot.scoping import ChannelScopes
 from bot.serve import ModelLoad, ServeOptions, Service
-from bot.slack_app import SlackBot, StatusOf
+from bot.slack_app import SlackBot, StatusOf, SyncOf
 from bot.threads import BotIdentity, SlackThreads
 from bot.viewer import render_view
 from bot.warmup import FOLDER, Warmup
@@ -128,6 +128,7 @@ def build_slack_bot(
     warmup: Warmup | None = None,
     language_of: Callable[[str], str | None] = lambda _text: None,
     home_language: str | None = None,
+    sync_now: SyncOf | None = None,
 ) -> SlackBot:
     """The Bolt app and everything its handlers hand work to: the Web API client, the
     thread reader, the journal, the delivery, the intake and the first-delivery claims.
@@ -166,6 +167,7 @@ def build_slack_bot(
         status=status,
         gaps=gaps,
         home_language=home_language,
+        sync_now=sync_now,
     )
 
 
@@ -554,6 +556,7 @@ class Builder:
             warmup=self.warmup,
             language_of=self.languages.detect,
             home_language=s.languages[0] if len(s.languages) == 1 else None,
+            sync_now=self.schedule.run_now,
         )
 
     @cached_property

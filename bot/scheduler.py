@@ -1,17 +1,21 @@
 """The sync schedule inside ``footnote serve`` (APScheduler, in a background thread).
 
 One job, never overlapping itself (``max_instances=1``); a run missed while the
-previous one was still going is folded into the next (``coalesce``). The engine's
-own lock also keeps a scheduled sync and a `footnote retry` from overlapping.
+previous one was still going is folded into the next (``coalesce``). A sync asked for
+now (``/ask sync``) runs in the same scheduler and never beside another of this
+process's. The engine's own lock also keeps a sync and a `footnote retry` from
+overlapping.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import zoneinfo
 from collections.abc import Callable
 from datetime import datetime, tzinfo
+from enum import Enum
 from typing import TypeAlias
 
 import tzlocal
@@ -23,6 +27,7 @@ from retrieval.errors import ConfigError, FootnoteError
 
 log = logging.getLogger("footnote.sync")
 JOB_ID = "footnote-sync"
+NOW_ID = "footnote-sync-now"
 Trigger: TypeAlias = CronTrigger | IntervalTrigger
 
 
@@ -62,21 +67,49 @@ def run_logged(sync: Callable[[], object], what: str) -> None:
         log.exception("%s failed", what)
 
 
+class SyncNow(Enum):
+    """What asking for a sync now did."""
+
+    STARTED = "started"
+    RUNNING = "running"  # one is under way: what it finds is what the asker gets
+    NOT_READY = "not ready"  # serve is still warming up; its first sync comes by itself
+
+
 class SyncSchedule:
     def __init__(self, trigger: Trigger | None) -> None:
         self._trigger = trigger
         self._scheduler = BackgroundScheduler(daemon=True, timezone=trigger.timezone if trigger else "UTC")
+        self._sync: Callable[[], object] | None = None
+        self._busy = threading.Lock()  # held while a sync of this schedule runs
 
     def start(self, sync: Callable[[], object]) -> None:
-        """Run ``sync`` on the schedule (nothing without one)."""
-        if self._trigger is None:
-            return
-
-        def run() -> None:
-            run_logged(sync, "scheduled sync")
-
-        self._scheduler.add_job(run, self._trigger, id=JOB_ID, max_instances=1, coalesce=True, misfire_grace_time=300)
+        """Run ``sync`` on the schedule (none without one), and when asked (:meth:`run_now`)."""
+        self._sync = sync
+        if self._trigger is not None:
+            self._scheduler.add_job(
+                self._run, self._trigger, id=JOB_ID, max_instances=1, coalesce=True, misfire_grace_time=300
+            )
         self._scheduler.start()
+
+    def _run(self, what: str = "scheduled sync") -> None:
+        if self._sync is None or not self._busy.acquire(blocking=False):
+            log.info("%s skipped: a sync is already running", what)
+            return
+        try:
+            run_logged(self._sync, what)
+        finally:
+            self._busy.release()
+
+    def run_now(self, who: str = "") -> SyncNow:
+        """Sync now, in the background, unless one is running or the schedule has not started."""
+        if self._sync is None or not self._scheduler.running:
+            return SyncNow.NOT_READY
+        if self._busy.locked():
+            return SyncNow.RUNNING
+        what = f"sync asked for by {who}" if who else "sync asked for"
+        log.info("%s", what)
+        self._scheduler.add_job(self._run, args=(what,), id=NOW_ID, replace_existing=True, max_instances=1)
+        return SyncNow.STARTED
 
     def next_run(self) -> datetime | None:
         job = self._scheduler.get_job(JOB_ID) if self._scheduler.running else None

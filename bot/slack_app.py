@@ -28,13 +28,30 @@ from bot.intake import NOT_HERE, Answers, Intake
 from bot.journal import Journal
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
+from bot.scheduler import SyncNow
 from bot.scoping import ChannelScopes, Folders
 from bot.threads import ASKED_SUBTYPES, MENTION, SlackThreads, spoken
 from retrieval.errors import StoreUnreachable
 
 log = logging.getLogger("footnote.slack")
 
-ASK_HOW = N_("Ask a question after the command, e.g. `/ask How do I claim travel expenses?`")
+ASK_HOW = N_(
+    "Ask a question after the command, e.g. `/ask How do I claim travel expenses?` "
+    "(`/ask status`: the index's health; `/ask sync`: read new and changed documents now)"
+)
+SYNC_SAID = {
+    SyncNow.STARTED: N_(
+        "Reading new and changed documents now. They can be found once it is done: `/ask status` shows when."
+    ),
+    SyncNow.RUNNING: N_("The documents are being read already. `/ask status` shows when it is done."),
+    SyncNow.NOT_READY: N_("I'm still starting up, and I read the documents as soon as I'm ready."),
+}
+SYNC_WORDS = {
+    "sync": None,
+    "sync now": None,
+    "synk": "da",
+    "synkroniser": "da",
+}  # -> their language (None: the home one)
 ASKED = N_("<@{user}> asked: {question}")
 NOT_A_MEMBER = N_(
     "I can't post in this conversation, so I can't answer here. Invite me with `/invite @Footnote`, "
@@ -56,6 +73,7 @@ HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the las
 HOME_GAPS = 5
 # The index's health, counting only the documents under the folders given (None: all).
 StatusOf = Callable[[Sequence[str] | None], Health]
+SyncOf = Callable[[str], SyncNow]  # a sync now, asked for by a user (serve's schedule runs it)
 
 
 class SlackBot:
@@ -74,6 +92,7 @@ class SlackBot:
         status: StatusOf | None = None,
         gaps: GapRecord | None = None,
         home_language: str | None = None,
+        sync_now: SyncOf | None = None,
     ) -> None:
         self.app = app
         self.client = client
@@ -86,6 +105,7 @@ class SlackBot:
         self.status = status
         self.gaps = gaps  # None: FOOTNOTE_GAPS=off
         self.home_language = home_language  # App Home and `/ask status` (a pinned language; else English)
+        self.sync_now = sync_now  # None: `/ask sync` is a question like any other
         self._first = first
         self._register()
 
@@ -170,6 +190,13 @@ class SlackBot:
                 ack(say(home, NO_STATUS))
             else:
                 ack(text=status_text(health, home), blocks=status_blocks(health, home))
+            return
+        word = text.lower().rstrip(".!")
+        if word in SYNC_WORDS and self.sync_now is not None:
+            # Only the asker sees it. A sync reads the whole drive whatever the channel's scope,
+            # and the reply names no document.
+            done = self.sync_now(command.get("user_id", ""))
+            ack(say(SYNC_WORDS[word] or self.home_language, SYNC_SAID[done]))
             return
         ack()
         user = command.get("user_id", "")

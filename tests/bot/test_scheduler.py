@@ -12,7 +12,7 @@ import pytest
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 from apscheduler.triggers.cron import CronTrigger
 
-from bot.scheduler import SyncSchedule, make_trigger
+from bot.scheduler import SyncNow, SyncSchedule, make_trigger
 from retrieval.errors import ConfigError
 
 INTERVAL = 0.1 / 60  # 0.1 s
@@ -71,7 +71,36 @@ def test_a_failing_sync_does_not_stop_the_schedule() -> None:
 def test_no_interval_and_no_cron_schedules_nothing() -> None:
     sched = SyncSchedule(make_trigger(0, None))
     sched.start(lambda: None)
-    assert sched.next_run() is None
+    try:
+        assert sched.next_run() is None
+    finally:
+        sched.shutdown()
+
+
+def test_a_sync_asked_for_now_runs_once_at_a_time_and_not_before_the_start() -> None:
+    """`/ask sync`: it starts a sync in the background, says so while one runs, and waits
+    for serve's warm-up (which syncs by itself) before it starts anything; with no schedule too."""
+    entered, release, done = threading.Event(), threading.Event(), threading.Event()
+    runs = []
+
+    def sync() -> None:
+        runs.append(1)
+        entered.set()
+        assert release.wait(30)
+        done.set()
+
+    sched = SyncSchedule(make_trigger(0, None))
+    assert sched.run_now("U1") is SyncNow.NOT_READY and runs == []
+    sched.start(sync)
+    try:
+        assert sched.run_now("U1") is SyncNow.STARTED
+        assert entered.wait(30)
+        assert sched.run_now("U2") is SyncNow.RUNNING  # the one under way is what U2 gets
+        release.set()
+        assert done.wait(30)
+    finally:
+        sched.shutdown()
+    assert runs == [1]
 
 
 def test_cron_wins_over_interval_and_a_bad_one_is_a_clear_error() -> None:

@@ -21,9 +21,12 @@ from bot.builder import SlackOptions, build_slack_bot
 from bot.gaps import GapRecord
 from bot.health import Health, index_health
 from bot.http_server import SlackEvents, make_server
+from bot.i18n import say
 from bot.intake import NOT_HERE
 from bot.metrics import Metrics
+from bot.scheduler import SyncNow, SyncSchedule
 from bot.scoping import ChannelScopes
+from bot.slack_app import SYNC_SAID
 from retrieval.answer import Linker, LinkSigner, Outcome
 from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError, StoreUnreachable
@@ -583,6 +586,28 @@ def test_ask_status_is_an_ephemeral_index_report_read_from_the_index(
     assert f"{indexed} indexed · 0 failed · 0 stale" in reply["text"]
     assert reply.get("response_type", "ephemeral") == "ephemeral"
     assert h.slack.of("chat.postMessage") == []  # nothing posted to the channel, no model call
+
+
+def test_ask_sync_reads_the_drive_now_and_tells_only_the_asker(harness_factory: Any) -> None:
+    """`/ask sync` starts a sync in serve's schedule (not before its warm-up has started it),
+    answers the asker privately in the word's language, and is never asked as a question."""
+    synced = threading.Event()
+    schedule = SyncSchedule(None)  # FOOTNOTE_SYNC_MINUTES=0: on demand only
+    model = Scripted()
+    h = harness_factory(model, sync_now=schedule.run_now)
+    status, body = h.command_exchange("sync")
+    assert status == 200 and body == say("en", SYNC_SAID[SyncNow.NOT_READY]) and not synced.is_set()
+    schedule.start(synced.set)
+    try:
+        status, body = h.command_exchange("sync")
+        assert status == 200 and body == say("en", SYNC_SAID[SyncNow.STARTED])
+        assert synced.wait(30)
+        status, body = h.command_exchange("Synk")  # Danish: told in Danish (started, or still running)
+        assert status == 200 and body in {say("da", SYNC_SAID[w]) for w in (SyncNow.STARTED, SyncNow.RUNNING)}
+        assert "læser" in body
+    finally:
+        schedule.shutdown()
+    assert h.slack.of("chat.postMessage") == [] and model.prompts == []  # nothing posted, no model call
 
 
 def test_app_home_shows_index_health(harness_factory: Any, examples_engine: Engine) -> None:
