@@ -29,6 +29,7 @@ log = logging.getLogger("footnote.sync")
 JOB_ID = "footnote-sync"
 NOW_ID = "footnote-sync-now"
 Trigger: TypeAlias = CronTrigger | IntervalTrigger
+Done: TypeAlias = Callable[[bool], object]  # hears whether a sync asked for ran through
 
 
 def make_trigger(minutes: float, cron: str | None) -> Trigger | None:
@@ -56,15 +57,18 @@ def local_zone() -> tzinfo:
         ) from exc
 
 
-def run_logged(sync: Callable[[], object], what: str) -> None:
-    """Run ``sync``; a failure is logged (and shown in status by the engine), never raised:
-    the index it leaves keeps answering."""
+def run_logged(sync: Callable[[], object], what: str) -> bool:
+    """Run ``sync``; whether it ran through. A failure is logged (and shown in status by the
+    engine), never raised: the index it leaves keeps answering."""
     try:
         sync()
     except FootnoteError as exc:  # written for a person (a store that is down): one line each time
         log.error("%s failed: %s", what, exc)
     except Exception:
         log.exception("%s failed", what)
+    else:
+        return True
+    return False
 
 
 class SyncNow(Enum):
@@ -91,24 +95,30 @@ class SyncSchedule:
             )
         self._scheduler.start()
 
-    def _run(self, what: str = "scheduled sync") -> None:
+    def _run(self, what: str = "scheduled sync", then: Done | None = None) -> None:
         if self._sync is None or not self._busy.acquire(blocking=False):
             log.info("%s skipped: a sync is already running", what)
             return
         try:
-            run_logged(self._sync, what)
+            ok = run_logged(self._sync, what)
         finally:
             self._busy.release()
+        if then is not None:
+            try:
+                then(ok)
+            except Exception:  # telling the asker is a courtesy; the sync is done either way
+                log.exception("could not say that the %s is done", what)
 
-    def run_now(self, who: str = "") -> SyncNow:
-        """Sync now, in the background, unless one is running or the schedule has not started."""
+    def run_now(self, who: str = "", then: Done | None = None) -> SyncNow:
+        """Sync now, in the background, unless one is running or the schedule has not started;
+        ``then`` hears whether it ran through."""
         if self._sync is None or not self._scheduler.running:
             return SyncNow.NOT_READY
         if self._busy.locked():
             return SyncNow.RUNNING
         what = f"sync asked for by {who}" if who else "sync asked for"
         log.info("%s", what)
-        self._scheduler.add_job(self._run, args=(what,), id=NOW_ID, replace_existing=True, max_instances=1)
+        self._scheduler.add_job(self._run, args=(what, then), id=NOW_ID, replace_existing=True, max_instances=1)
         return SyncNow.STARTED
 
     def next_run(self) -> datetime | None:

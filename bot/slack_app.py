@@ -28,7 +28,7 @@ from bot.intake import NOT_HERE, Answers, Intake
 from bot.journal import Journal
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
-from bot.scheduler import SyncNow
+from bot.scheduler import Done, SyncNow
 from bot.scoping import ChannelScopes, Folders
 from bot.threads import ASKED_SUBTYPES, MENTION, SlackThreads, spoken
 from retrieval.errors import StoreUnreachable
@@ -46,6 +46,8 @@ SYNC_SAID = {
     SyncNow.RUNNING: N_("The documents are being read already. `/ask status` shows when it is done."),
     SyncNow.NOT_READY: N_("I'm still starting up, and I read the documents as soon as I'm ready."),
 }
+SYNCED = N_("Done: new and changed documents can be found now. `/ask status` lists any that failed.")
+SYNC_FAILED = N_(":warning: The documents could not be read just now. `/ask status` says why.")
 SYNC_WORDS = {
     "sync": None,
     "sync now": None,
@@ -73,7 +75,7 @@ HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the las
 HOME_GAPS = 5
 # The index's health, counting only the documents under the folders given (None: all).
 StatusOf = Callable[[Sequence[str] | None], Health]
-SyncOf = Callable[[str], SyncNow]  # a sync now, asked for by a user (serve's schedule runs it)
+SyncOf = Callable[[str, Done], SyncNow]  # a sync now, asked for by a user (serve's schedule runs it)
 
 
 class SlackBot:
@@ -195,8 +197,9 @@ class SlackBot:
         if word in SYNC_WORDS and self.sync_now is not None:
             # Only the asker sees it. A sync reads the whole drive whatever the channel's scope,
             # and the reply names no document.
-            done = self.sync_now(command.get("user_id", ""))
-            ack(say(SYNC_WORDS[word] or self.home_language, SYNC_SAID[done]))
+            lang = SYNC_WORDS[word] or self.home_language
+            started = self.sync_now(command.get("user_id", ""), lambda ok: self._synced(respond, lang, ok))
+            ack(say(lang, SYNC_SAID[started]))
             return
         ack()
         user = command.get("user_id", "")
@@ -208,6 +211,11 @@ class SlackBot:
             return
         ts = str(posted["ts"])
         self.intake.submit(Question(command["channel_id"], ts, ts, text, user, is_dm=is_dm))
+
+    @staticmethod
+    def _synced(respond: Callable[..., Any], lang: str | None, ok: bool) -> None:
+        """Tell the asker of `/ask sync` that it is done (privately, as its first reply was)."""
+        respond(text=say(lang, SYNCED if ok else SYNC_FAILED), response_type="ephemeral", replace_original=False)
 
     @staticmethod
     def _cannot_post(respond: Callable[..., Any], lang: str | None, exc: SlackApiError) -> None:

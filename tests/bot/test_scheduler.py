@@ -89,18 +89,42 @@ def test_a_sync_asked_for_now_runs_once_at_a_time_and_not_before_the_start() -> 
         assert release.wait(30)
         done.set()
 
+    heard: list[bool] = []
+    told = threading.Event()
+
+    def then(ok: bool) -> None:
+        heard.append(ok)
+        told.set()
+
     sched = SyncSchedule(make_trigger(0, None))
-    assert sched.run_now("U1") is SyncNow.NOT_READY and runs == []
+    assert sched.run_now("U1", then) is SyncNow.NOT_READY and runs == []
     sched.start(sync)
     try:
-        assert sched.run_now("U1") is SyncNow.STARTED
+        assert sched.run_now("U1", then) is SyncNow.STARTED
         assert entered.wait(30)
-        assert sched.run_now("U2") is SyncNow.RUNNING  # the one under way is what U2 gets
+        assert sched.run_now("U2", then) is SyncNow.RUNNING  # the one under way is what U2 gets
         release.set()
-        assert done.wait(30)
+        assert done.wait(30) and told.wait(30)
     finally:
         sched.shutdown()
-    assert runs == [1]
+    assert runs == [1] and heard == [True]  # told once, by the one that ran
+
+
+def test_a_sync_asked_for_now_that_fails_says_so() -> None:
+    told = threading.Event()
+    heard: list[bool] = []
+
+    def broken() -> None:
+        raise RuntimeError("drive unmounted")
+
+    sched = SyncSchedule(None)
+    sched.start(broken)
+    try:
+        assert sched.run_now("U1", lambda ok: (heard.append(ok), told.set())) is SyncNow.STARTED
+        assert told.wait(30)
+    finally:
+        sched.shutdown()
+    assert heard == [False]
 
 
 def test_cron_wins_over_interval_and_a_bad_one_is_a_clear_error() -> None:

@@ -26,7 +26,7 @@ from bot.intake import NOT_HERE
 from bot.metrics import Metrics
 from bot.scheduler import SyncNow, SyncSchedule
 from bot.scoping import ChannelScopes
-from bot.slack_app import SYNC_SAID
+from bot.slack_app import SYNC_SAID, SYNCED
 from retrieval.answer import Linker, LinkSigner, Outcome
 from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError, StoreUnreachable
@@ -602,6 +602,9 @@ def test_ask_sync_reads_the_drive_now_and_tells_only_the_asker(harness_factory: 
         status, body = h.command_exchange("sync")
         assert status == 200 and body == say("en", SYNC_SAID[SyncNow.STARTED])
         assert synced.wait(30)
+        assert h.slack.wait_for(lambda s: bool(s.of("response")), 30)  # then: done, privately
+        (done,) = h.slack.of("response")
+        assert done["text"] == say("en", SYNCED) and done["response_type"] == "ephemeral"
         status, body = h.command_exchange("Synk")  # Danish: told in Danish (started, or still running)
         assert status == 200 and body in {say("da", SYNC_SAID[w]) for w in (SyncNow.STARTED, SyncNow.RUNNING)}
         assert "læser" in body
