@@ -27,7 +27,6 @@ from retrieval.errors import ConfigError, FootnoteError
 
 log = logging.getLogger("footnote.sync")
 JOB_ID = "footnote-sync"
-NOW_ID = "footnote-sync-now"
 Trigger: TypeAlias = CronTrigger | IntervalTrigger
 Done: TypeAlias = Callable[[bool], object]  # hears whether a sync asked for ran through
 
@@ -84,7 +83,9 @@ class SyncSchedule:
         self._trigger = trigger
         self._scheduler = BackgroundScheduler(daemon=True, timezone=trigger.timezone if trigger else "UTC")
         self._sync: Callable[[], object] | None = None
-        self._busy = threading.Lock()  # held while a sync of this schedule runs
+        self._guard = threading.Lock()  # over the two below
+        self._running = False  # a sync of this schedule is under way
+        self._waiting: list[Done] = []  # who hears how it went when it ends
 
     def start(self, sync: Callable[[], object]) -> None:
         """Run ``sync`` on the schedule (none without one), and when asked (:meth:`run_now`)."""
@@ -96,29 +97,42 @@ class SyncSchedule:
         self._scheduler.start()
 
     def _run(self, what: str = "scheduled sync", then: Done | None = None) -> None:
-        if self._sync is None or not self._busy.acquire(blocking=False):
-            log.info("%s skipped: a sync is already running", what)
+        if self._sync is None:
             return
+        with self._guard:
+            if then is not None:
+                self._waiting.append(then)
+            if self._running:  # one started meanwhile: its result is this one's
+                log.info("%s skipped: a sync is already running", what)
+                return
+            self._running = True
+        ok = False
         try:
             ok = run_logged(self._sync, what)
         finally:
-            self._busy.release()
-        if then is not None:
+            with self._guard:
+                self._running = False
+                waiting, self._waiting = self._waiting, []
+        for told in waiting:
             try:
-                then(ok)
-            except Exception:  # telling the asker is a courtesy; the sync is done either way
+                told(ok)
+            except Exception:  # telling an asker is a courtesy; the sync is done either way
                 log.exception("could not say that the %s is done", what)
 
     def run_now(self, who: str = "", then: Done | None = None) -> SyncNow:
-        """Sync now, in the background, unless one is running or the schedule has not started;
-        ``then`` hears whether it ran through."""
+        """Sync now, in the background, unless one is running (``then`` hears how that one
+        went) or the schedule has not started; ``then`` hears whether it ran through."""
         if self._sync is None or not self._scheduler.running:
             return SyncNow.NOT_READY
-        if self._busy.locked():
-            return SyncNow.RUNNING
+        with self._guard:
+            if self._running:
+                if then is not None:
+                    self._waiting.append(then)
+                return SyncNow.RUNNING
         what = f"sync asked for by {who}" if who else "sync asked for"
         log.info("%s", what)
-        self._scheduler.add_job(self._run, args=(what, then), id=NOW_ID, replace_existing=True, max_instances=1)
+        # A job of its own each time (no fixed id: a second ask must not replace the first's asker).
+        self._scheduler.add_job(self._run, args=(what, then))
         return SyncNow.STARTED
 
     def next_run(self) -> datetime | None:

@@ -103,11 +103,12 @@ def test_a_sync_asked_for_now_runs_once_at_a_time_and_not_before_the_start() -> 
         assert sched.run_now("U1", then) is SyncNow.STARTED
         assert entered.wait(30)
         assert sched.run_now("U2", then) is SyncNow.RUNNING  # the one under way is what U2 gets
+        assert heard == []  # nobody is told before it ends
         release.set()
         assert done.wait(30) and told.wait(30)
     finally:
         sched.shutdown()
-    assert runs == [1] and heard == [True]  # told once, by the one that ran
+    assert runs == [1] and heard == [True, True]  # one sync; both askers told how it went
 
 
 def test_a_sync_asked_for_now_that_fails_says_so() -> None:
@@ -146,3 +147,31 @@ def test_the_schedule_runs_in_the_zone_tz_names_and_a_bad_tz_is_a_settings_error
     with pytest.raises(ConfigError, match=r"^TZ: 'Europe/Copenhagn' is not a time zone"):
         make_trigger(15, None)
     assert make_trigger(0, None) is None  # no schedule: no zone needed
+
+
+def test_a_sync_asked_for_that_finds_another_running_hears_how_that_one_went() -> None:
+    """The job of a `/ask sync` may start just after a scheduled sync began: it does not run a
+    second one, and its asker hears, when that one ends, how it went (here: it failed)."""
+    entered, release = threading.Event(), threading.Event()
+    heard: list[bool] = []
+    told = threading.Event()
+    runs = []
+
+    def sync() -> None:
+        runs.append(1)
+        entered.set()
+        assert release.wait(30)
+        raise RuntimeError("drive unmounted")
+
+    sched = SyncSchedule(None)
+    sched.start(sync)
+    try:
+        assert sched.run_now("U1") is SyncNow.STARTED and entered.wait(30)
+        # What the scheduler does with a `/ask sync` job queued just before that one began:
+        sched._run("sync asked for by U2", lambda ok: (heard.append(ok), told.set()))
+        assert heard == [] and runs == [1]  # returned at once: nothing ran, nobody told yet
+        release.set()
+        assert told.wait(30)
+    finally:
+        sched.shutdown()
+    assert heard == [False] and runs == [1]
