@@ -40,10 +40,8 @@ ASK_HOW = N_(
     "(`/ask status`: the index's health; `/ask sync`: read new and changed documents now)"
 )
 SYNC_SAID = {
-    SyncNow.STARTED: N_(
-        "Reading new and changed documents now. They can be found once it is done: `/ask status` shows when."
-    ),
-    SyncNow.RUNNING: N_("The documents are being read already. `/ask status` shows when it is done."),
+    SyncNow.STARTED: N_("Reading new and changed documents now. I'll tell you when they can be found."),
+    SyncNow.RUNNING: N_("The documents are being read already. I'll tell you when it is done."),
     SyncNow.NOT_READY: N_("I'm still starting up, and I read the documents as soon as I'm ready."),
 }
 SYNCED = N_("Done: new and changed documents can be found now. `/ask status` lists any that failed.")
