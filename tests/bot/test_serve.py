@@ -10,7 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 
@@ -84,6 +84,34 @@ def test_health_metrics_and_viewer_on_the_serving_port(service: tuple[Builder, S
     assert status == 200 and '<mark id="hit">' in page
     assert _get(f"{base}/view/on-call.md?from=0&to=20")[0] == 403  # unsigned
     assert _get(f"{base}/view/..%2F..%2Fetc%2Fpasswd")[0] == 403
+
+
+def test_ask_sync_reads_a_new_document_now_and_says_when_it_is_done(
+    service: tuple[Builder, Service, str, FakeSlack],
+) -> None:
+    """As serve wires it (no schedule: FOOTNOTE_SYNC_MINUTES=0): `/ask sync` waits for the
+    warm-up to start the schedule, then reads a document added since, and says so privately."""
+    b, svc, base, slack = service
+
+    def ask_sync() -> str:
+        form = {"command": "/ask", "text": "sync", "user_id": "U1", "channel_id": "C1", "team_id": "T1",
+                "trigger_id": "t", "response_url": slack.response_url}  # fmt: skip
+        status, body = signed_post(f"{base}/slack/events", urlencode(form), "application/x-www-form-urlencoded", SECRET)
+        assert status == 200
+        return body
+
+    assert "still starting up" in ask_sync()
+    (b.settings.docs_dir / "parking.md").write_text("# Parking\n\nVisitors park in bay C, level -1.\n")
+    svc.schedule.start(svc.sync)  # what serve's warm-up does last
+    try:
+        assert "Reading new and changed documents now" in ask_sync()
+        assert slack.wait_for(lambda s: bool(s.of("response")), 60)
+    finally:
+        svc.schedule.shutdown()
+    assert slack.of("response")[0]["text"].startswith("Done: new and changed documents can be found now")
+    parking = b.engine.manifest.get("parking.md")
+    assert parking is not None and parking.state == "indexed"
+    assert slack.of("chat.postMessage") == []
 
 
 def test_health_is_not_ok_when_the_model_server_is_down(tmp_path: Path, embedder: Embedder) -> None:
