@@ -69,6 +69,7 @@ NO_STATUS = N_(
     ":warning: The document index can't be read right now, so there is no status to show. "
     "Questions are still answered from the copy I have in memory."
 )
+SHORTCUT = "ask_footnote"  # the message shortcut "Ask Footnote" (its callback_id in the app manifest)
 HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the last 30 days
 HOME_GAPS = 5
 # The index's health, counting only the documents under the folders given (None: all).
@@ -119,6 +120,7 @@ class SlackBot:
         return {
             "event": {"app_mention": self._on_mention, "message": self._on_message, "app_home_opened": self._on_home},
             "command": {"/ask": self._on_command},
+            "shortcut": {SHORTCUT: self._on_shortcut},
             "action": {
                 "feedback_up": self._on_feedback,
                 "feedback_down": self._on_feedback,
@@ -130,7 +132,7 @@ class SlackBot:
     def _register(self) -> None:
         app = self.app
         app.middleware(self._drop_retries)
-        kinds = {"event": app.event, "command": app.command, "action": app.action}
+        kinds = {"event": app.event, "command": app.command, "action": app.action, "shortcut": app.shortcut}
         for kind, named in self.handlers().items():
             for name, handler in named.items():
                 kinds[kind](name)(handler)
@@ -209,6 +211,43 @@ class SlackBot:
             return
         ts = str(posted["ts"])
         self.intake.submit(Question(command["channel_id"], ts, ts, text, user, is_dm=is_dm))
+
+    def _on_shortcut(self, ack: Callable[[], None], shortcut: dict[str, Any], respond: Callable[..., Any]) -> None:
+        """ "Ask Footnote" on a message: a question someone posted without asking Footnote is
+        asked now, by whoever chose the shortcut, and answered in that message's thread."""
+        ack()
+        message = shortcut.get("message") or {}
+        channel = str((shortcut.get("channel") or {}).get("id", ""))
+        user = str((shortcut.get("user") or {}).get("id", ""))
+        ts = str(message.get("ts", ""))
+        text = spoken(str(message.get("text") or ""))
+        if not channel or not ts:
+            log.warning("a message shortcut without its message or channel: ignored")
+            return
+        if not self._member_of(channel):  # it could not post the answer: say so, privately
+            lang = self.intake.language_of(text) if text else self.home_language
+            try:
+                respond(text=say(lang, NOT_A_MEMBER), response_type="ephemeral")
+            except Exception:
+                log.exception("could not tell the asker that Footnote is not in %s", channel)
+            return
+        is_dm = (shortcut.get("channel") or {}).get("name") == "directmessage"
+        thread = str(message.get("thread_ts") or ts)
+        self.intake.submit(Question(channel, thread, ts, text, user, is_dm=is_dm))
+
+    def _member_of(self, channel: str) -> bool:
+        """Whether Footnote may post in ``channel``: a member of it, or a direct message with it."""
+        try:
+            info = self.client.conversations_info(channel=channel)
+        except SlackApiError as exc:
+            if slack_error(exc) in NO_ENTRY:
+                return False
+            log.warning(
+                "could not tell whether Footnote is in %s (%s): asking anyway", channel, slack_error(exc) or exc
+            )
+            return True
+        found = info.get("channel") or {}
+        return bool(found.get("is_member") or found.get("is_im"))
 
     @staticmethod
     def _synced(respond: Callable[..., Any], lang: str | None, ok: bool) -> None:

@@ -3,7 +3,8 @@
 Used by the tests and by ``footnote bench --slack`` to drive the real Bolt app without
 a workspace. It keeps the messages it was asked to post (and those a test says a person
 wrote), so ``conversations.replies`` answers from them; ``auth.test`` names the bot
-(``UBOT``/``BBOT``); ``users.conversations`` lists the channels a test put a person in.
+(``UBOT``/``BBOT``); ``users.conversations`` lists the channels a test put a person in, and
+``conversations.info`` says the bot is in every channel but those in :attr:`FakeSlack.outside`.
 It can answer 429 (with ``Retry-After``) to exercise rate-limit retries, or an error
 such as ``unknown_method`` to exercise fallbacks. A slash command's ``response_url`` can
 point here too (:attr:`FakeSlack.response_url`): those posts are the calls named "response".
@@ -43,6 +44,7 @@ class FakeSlack:
         self.seen_at: list[tuple[str, float]] = []  # (method, time.monotonic()) of every call
         self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> messages, as Slack keeps them
         self.memberships: dict[str, list[str]] = {}  # user -> channels they are in (users.conversations)
+        self.outside: set[str] = set()  # channels the bot is not in (conversations.info)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -201,6 +203,8 @@ class FakeSlack:
             body = self._paged(
                 "channels", [{"id": c} for c in self.memberships.get(str(params.get("user")), [])], params
             )
+        elif method == "conversations.info":
+            body = {"ok": True, "channel": {"id": channel, "is_member": channel not in self.outside}}
         elif method == "auth.test":
             body = {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "footnote"}
         else:

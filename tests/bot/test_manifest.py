@@ -28,7 +28,8 @@ def test_manifest_subscribes_to_what_the_bot_handles(tmp_path: Path) -> None:
     events = {e.split(".")[0] for e in m["settings"]["event_subscriptions"]["bot_events"]}
     assert events == set(handled["event"])
     assert {c["command"] for c in m["features"]["slash_commands"]} == set(handled["command"])
-    assert m["settings"]["interactivity"]["is_enabled"] is bool(handled["action"])  # the feedback buttons
+    assert {s["callback_id"] for s in m["features"]["shortcuts"]} == set(handled["shortcut"])
+    assert m["settings"]["interactivity"]["is_enabled"] is bool(handled["action"] or handled["shortcut"])
     scopes = set(m["oauth_config"]["scopes"]["bot"])
     assert {"app_mentions:read", "chat:write", "commands", "im:history"} <= scopes
     assert m["features"]["app_home"]["home_tab_enabled"] is True

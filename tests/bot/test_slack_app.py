@@ -613,6 +613,47 @@ def test_ask_sync_reads_the_drive_now_and_tells_only_the_asker(harness_factory: 
     assert h.slack.of("chat.postMessage") == [] and model.prompts == []  # nothing posted, no model call
 
 
+def _shortcut(h: Any, text: str, ts: str, channel: str = "C1", thread_ts: str | None = None) -> int:
+    """ "Ask Footnote" chosen by U9 on a message U1 wrote (a message shortcut, as Slack sends it)."""
+    message: dict[str, Any] = {"type": "message", "user": "U1", "text": text, "ts": ts}
+    if thread_ts:
+        message["thread_ts"] = thread_ts
+    h.slack.user_message(channel, ts, text, "U1", thread_ts)
+    payload = {
+        "type": "message_action", "callback_id": "ask_footnote", "trigger_id": "t", "token": "x",
+        "team": {"id": "T1"}, "user": {"id": "U9"}, "channel": {"id": channel, "name": "general"},
+        "message": message, "message_ts": ts, "response_url": h.slack.response_url,
+    }  # fmt: skip
+    return int(h.post(urllib.parse.urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"))
+
+
+def test_ask_footnote_on_a_message_answers_it_in_its_thread_once(harness_factory: Any) -> None:
+    """A question posted without asking Footnote gets somewhere: anyone may choose "Ask
+    Footnote" on it, and the answer goes into that message's thread, once however often."""
+    model = Scripted()
+    h = harness_factory(model)
+    assert _shortcut(h, ANSWERABLE, ts="450.1") == 200
+    (final,) = h.finals(expect=1)
+    (placeholder,) = [p for p in h.slack.of("chat.postMessage") if p.get("thread_ts") == "450.1"]
+    assert final["ts"] == placeholder["_ts"] and final["channel"] == "C1" and "[1]" in _text_of(final)
+    assert len(model.prompts) == 1
+    assert _shortcut(h, ANSWERABLE, ts="450.1") == 200  # chosen again on the same message
+    h.settle()
+    assert len([p for p in h.slack.of("chat.postMessage") if p.get("thread_ts") == "450.1"]) == 1
+    assert len(h.slack.finals()) == 2 and len(model.prompts) == 2  # the sentinel's, not a second answer
+
+
+def test_ask_footnote_where_footnote_is_not_a_member_says_so_privately(harness_factory: Any) -> None:
+    model = Scripted()
+    h = harness_factory(model)
+    h.slack.outside.add("CELSE")
+    assert _shortcut(h, ANSWERABLE, ts="451.1", channel="CELSE") == 200
+    assert h.slack.wait_for(lambda s: bool(s.of("response")), 10)
+    (said,) = h.slack.of("response")
+    assert "Invite me with `/invite @Footnote`" in said["text"] and said["response_type"] == "ephemeral"
+    assert h.slack.of("chat.postMessage") == [] and model.prompts == []
+
+
 def test_app_home_shows_index_health(harness_factory: Any, examples_engine: Engine) -> None:
     h = harness_factory(Scripted())
     assert h.event({"type": "app_home_opened", "user": "U7", "channel": "D7", "tab": "home", "event_ts": "1.2"}) == 200
