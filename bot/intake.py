@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from enum import Enum
 from typing import Protocol
 
 from bot.delivery import RESTARTING, Delivery, queue_note
@@ -39,6 +40,15 @@ from retrieval.learn import Pair
 from retrieval.models import OnToken
 
 log = logging.getLogger("footnote.slack")
+
+
+class Submitted(Enum):
+    """What became of a message handed to the intake."""
+
+    QUEUED = "queued"  # journaled: it is answered in turn
+    TOLD = "told"  # nothing to answer (excluded here, no words, a thank-you): said so in its place
+    ASKED_BEFORE = "asked before"  # the journal knows it: answered, or owed (a retry, a second click)
+
 
 NOT_HERE = N_("Footnote is not enabled in this channel. Ask in another channel or in a direct message.")
 EMPTY = N_("Ask me a question about the docs.")
@@ -133,27 +143,27 @@ class Intake:
 
     # -- in --------------------------------------------------------------------------
 
-    def submit(self, q: Question) -> None:
-        """Show work at once (or the queue position), then answer in turn."""
+    def submit(self, q: Question) -> Submitted:
+        """Show work at once (or the queue position), then answer in turn; what became of it."""
         scope = self.scopes.for_channel(q.channel, q.is_dm)
         q = replace(q, language=self._language(q.text))
         if scope.excluded:
             self.delivery.notice(q.channel, q.thread_ts, say(q.language, NOT_HERE))
-            return
+            return Submitted.TOLD
         if not _WORDS.search(q.text):  # nothing asked (or emoji only): nothing journaled
             self.delivery.notice(q.channel, q.thread_ts, say(q.language, EMPTY))
-            return
+            return Submitted.TOLD
         if thanks(q.text):  # nothing asked: a reaction says it was seen, and it is no gap in the docs
             self.delivery.react(q.channel, q.ts, THANKS_REACTION)
-            return
+            return Submitted.TOLD
         q = replace(q, folders=scope.folders)
         job = self._record(q)
         if job is None:  # answered, or owed by the journal's recovery: never twice
             log.info("%s in %s is journaled already (a retried delivery): not asked again", q.ts, q.channel)
-            return
+            return Submitted.ASKED_BEFORE
         if self._closing.is_set():
             self._place(job, say(q.language, RESTARTING))  # journaled: the next start answers it
-            return
+            return Submitted.QUEUED
         with self._changed:
             ahead = self._pending
             self._pending += 1
@@ -161,6 +171,7 @@ class Intake:
             self._place(job, self._note_for(ahead, q.language))
         finally:
             self._jobs.put(job)  # even without a placeholder: the answer becomes a new reply
+        return Submitted.QUEUED
 
     def recover(self, max_age_s: float) -> tuple[int, int]:
         """Answer what a previous process left unanswered (or a replica that is gone: see

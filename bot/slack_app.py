@@ -24,7 +24,7 @@ from bot.feedback import FeedbackStore, Passage, Shown
 from bot.gaps import DAY_S, GapRecord, find_gaps, gaps_blocks, scope_key, visible
 from bot.health import Health
 from bot.i18n import N_, say
-from bot.intake import NOT_HERE, Answers, Intake
+from bot.intake import NOT_HERE, Answers, Intake, Submitted
 from bot.journal import Journal
 from bot.question import Question
 from bot.render import escape, status_blocks, status_text
@@ -69,6 +69,7 @@ NO_STATUS = N_(
     ":warning: The document index can't be read right now, so there is no status to show. "
     "Questions are still answered from the copy I have in memory."
 )
+ASKED_BEFORE = N_("Footnote was asked this message before: its reply is in the message's thread.")
 SHORTCUT = "ask_footnote"  # the message shortcut "Ask Footnote" (its callback_id in the app manifest)
 HOME_GAP_DAYS = 30  # the App Home's "What the docs don't answer" covers the last 30 days
 HOME_GAPS = 5
@@ -233,7 +234,12 @@ class SlackBot:
             return
         is_dm = (shortcut.get("channel") or {}).get("name") == "directmessage"
         thread = str(message.get("thread_ts") or ts)
-        self.intake.submit(Question(channel, thread, ts, text, user, is_dm=is_dm))
+        if self.intake.submit(Question(channel, thread, ts, text, user, is_dm=is_dm)) is Submitted.ASKED_BEFORE:
+            lang = self.intake.language_of(text) or self.home_language
+            try:
+                respond(text=say(lang, ASKED_BEFORE), response_type="ephemeral")
+            except Exception:
+                log.exception("could not tell the asker that the message was asked before")
 
     def _member_of(self, channel: str) -> bool:
         """Whether Footnote may post in ``channel``: a member of it, or a direct message with it."""

@@ -26,7 +26,7 @@ from bot.intake import NOT_HERE
 from bot.metrics import Metrics
 from bot.scheduler import SyncNow, SyncSchedule
 from bot.scoping import ChannelScopes
-from bot.slack_app import SYNC_SAID, SYNCED
+from bot.slack_app import ASKED_BEFORE, SYNC_SAID, SYNCED
 from retrieval.answer import Linker, LinkSigner, Outcome
 from retrieval.answer.service import AnswerService
 from retrieval.errors import ModelError, StoreUnreachable
@@ -638,6 +638,9 @@ def test_ask_footnote_on_a_message_answers_it_in_its_thread_once(harness_factory
     assert final["ts"] == placeholder["_ts"] and final["channel"] == "C1" and "[1]" in _text_of(final)
     assert len(model.prompts) == 1
     assert _shortcut(h, ANSWERABLE, ts="450.1") == 200  # chosen again on the same message
+    assert h.slack.wait_for(lambda s: bool(s.of("response")), 10)  # the chooser is told where its reply is
+    (said,) = h.slack.of("response")
+    assert said["text"] == say("en", ASKED_BEFORE) and said["response_type"] == "ephemeral"
     h.settle()
     assert len([p for p in h.slack.of("chat.postMessage") if p.get("thread_ts") == "450.1"]) == 1
     assert len(h.slack.finals()) == 2 and len(model.prompts) == 2  # the sentinel's, not a second answer
