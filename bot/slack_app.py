@@ -214,32 +214,26 @@ class SlackBot:
         self.intake.submit(Question(command["channel_id"], ts, ts, text, user, is_dm=is_dm))
 
     def _on_shortcut(self, ack: Callable[[], None], shortcut: dict[str, Any], respond: Callable[..., Any]) -> None:
-        """ "Ask Footnote" on a message: a question someone posted without asking Footnote is
+        """Ask Footnote, on a message: a question someone posted without asking Footnote is
         asked now, by whoever chose the shortcut, and answered in that message's thread."""
         ack()
         message = shortcut.get("message") or {}
-        channel = str((shortcut.get("channel") or {}).get("id", ""))
+        where = shortcut.get("channel") or {}
+        channel = str(where.get("id", ""))
         user = str((shortcut.get("user") or {}).get("id", ""))
         ts = str(message.get("ts", ""))
         text = spoken(str(message.get("text") or ""))
         if not channel or not ts:
             log.warning("a message shortcut without its message or channel: ignored")
             return
+        lang = (self.intake.language_of(text) if text else None) or self.home_language
         if not self._member_of(channel):  # it could not post the answer: say so, privately
-            lang = self.intake.language_of(text) if text else self.home_language
-            try:
-                respond(text=say(lang, NOT_A_MEMBER), response_type="ephemeral")
-            except Exception:
-                log.exception("could not tell the asker that Footnote is not in %s", channel)
+            self._tell(respond, say(lang, NOT_A_MEMBER), f"Footnote is not in {channel}")
             return
-        is_dm = (shortcut.get("channel") or {}).get("name") == "directmessage"
         thread = str(message.get("thread_ts") or ts)
-        if self.intake.submit(Question(channel, thread, ts, text, user, is_dm=is_dm)) is Submitted.ASKED_BEFORE:
-            lang = self.intake.language_of(text) or self.home_language
-            try:
-                respond(text=say(lang, ASKED_BEFORE), response_type="ephemeral")
-            except Exception:
-                log.exception("could not tell the asker that the message was asked before")
+        asked = Question(channel, thread, ts, text, user, is_dm=where.get("name") == "directmessage")
+        if self.intake.submit(asked) is Submitted.ASKED_BEFORE:
+            self._tell(respond, say(lang, ASKED_BEFORE), "the message was asked before")
 
     def _member_of(self, channel: str) -> bool:
         """Whether Footnote may post in ``channel``: a member of it, or a direct message with it."""
@@ -267,10 +261,16 @@ class SlackBot:
         code = slack_error(exc)
         log.warning("could not post an /ask question (%s)", code or exc)
         text = say(lang, NOT_A_MEMBER) if code in NO_ENTRY else say(lang, NOT_POSTED, code=code or "?")
+        SlackBot._tell(respond, text, "the question was not posted")
+
+    @staticmethod
+    def _tell(respond: Callable[..., Any], text: str, what: str) -> None:
+        """Say ``text`` to the person who used a command or shortcut, privately (its response
+        URL needs no membership); a failure to say it is logged, never raised."""
         try:
             respond(text=text, response_type="ephemeral")
         except Exception:
-            log.exception("could not tell the asker that the question was not posted")
+            log.exception("could not tell the asker that %s", what)
 
     def _on_home(self, event: dict[str, Any], ack: Callable[[], None]) -> None:
         ack()
